@@ -1,0 +1,54 @@
+package config
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// FileName is the repo config file, read from the base branch by the bot.
+const FileName = ".driftpreview.yaml"
+
+// Config is a parsed .driftpreview.yaml.
+type Config struct {
+	Version       int
+	Targets       []Target
+	Policy        diffing.Policy
+	StatefulKinds []schema.GroupKind
+	HumanManagers []string
+	Ignore        []diffing.IgnoreRule
+	// Discovered is true when Targets came from auto-discovery, not the file.
+	Discovered bool
+}
+
+// Target is one thing to render and compare: a directory (kustomization, chart or
+// plain YAML) at a path in the repo, and where and how it is deployed.
+type Target struct {
+	Name      string
+	Path      string // relative to the repo root, slash-separated
+	Render    render.Options
+	Namespace string
+	Cluster   string
+	Sync      Sync
+	// Ignore holds rules that apply to this target only (Argo CD ignoreDifferences).
+	Ignore []diffing.IgnoreRule
+	// Controller is set when the target was discovered from a GitOps object.
+	Controller *diffing.Controller
+	// Notes are remarks the report shows, e.g. an ignoreDifferences jq expression
+	// that could not be evaluated.
+	Notes []string
+	// Findings are target-level findings known before rendering (suspended
+	// Kustomization, source outside the repo).
+	Findings []diffing.Finding
+	// Skip, when non-empty, says why the target is listed but not rendered.
+	Skip string
+}
+
+// Sync describes how the GitOps controller applies the target.
+type Sync struct {
+	Prune    bool
+	SelfHeal bool
+	Manager  string
+	Replace  bool
+}

@@ -1,0 +1,54 @@
+// Command driftpreview previews what a pull request does to Kubernetes: it renders
+// the manifests at base and head, diffs them with each other and the live cluster,
+// and reports the risks. See README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes of the CLI contract.
+const (
+	exitOK      = 0 // nothing fails the policy
+	exitFailing = 1 // failing findings
+	exitError   = 2 // usage, config or internal error
+)
+
+// commands maps each subcommand to its entry point; each lives in its own file.
+var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"version": runVersion,
+}
+
+const usage = `usage:
+  driftpreview preview [--repo DIR] --base REF --head REF [--config FILE]
+                       [--kubeconfig PATH] [--context NAME] [--live-mode simulate|dry-run|off]
+                       [--format markdown|json] [--target NAME]...
+  driftpreview render DIR [--helm-values FILE]... [--renderer auto|kustomize|helm|plain]
+  driftpreview serve --config server.yaml
+  driftpreview version
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitError
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "driftpreview: unknown command %q\n\n%s", args[0], usage)
+		return exitError
+	}
+	return cmd(ctx, args[1:], stdout, stderr)
+}

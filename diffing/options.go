@@ -1,0 +1,112 @@
+package diffing
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// Options configures the diff of one target. The bot builds it from the repo config
+// and the GitOps controller object; diffing never reads config files itself.
+type Options struct {
+	// Prune is true when the GitOps controller deletes objects removed from git.
+	Prune bool
+	// Replace is true when the controller replaces objects (Argo CD Replace=true), so
+	// an immutable-field change recreates the object instead of failing the sync.
+	Replace bool
+	// Manager is the GitOps field manager (kustomize-controller, argocd-controller…).
+	Manager string
+	// StatefulKinds extends the built-in stateful kinds (PVC, PV, StatefulSet,
+	// Namespace, CustomResourceDefinition).
+	StatefulKinds []schema.GroupKind
+	// HumanManagers extends the built-in human field managers (kubectl-edit …).
+	HumanManagers []string
+	Ignore        []IgnoreRule
+	Policy        Policy
+	// Now is the time ignore-rule expiry is judged against.
+	Now time.Time
+}
+
+// DefaultOptions is prune on, manager "driftpreview", and the default policy.
+func DefaultOptions() Options {
+	return Options{Prune: true, Manager: "driftpreview", Policy: DefaultPolicy(), Now: time.Now()}
+}
+
+// IgnoreRule hides matching findings and diff lines. Empty fields match anything.
+type IgnoreRule struct {
+	Group     string   `json:"group,omitempty"`
+	Kind      string   `json:"kind,omitempty"`
+	Namespace string   `json:"namespace,omitempty"`
+	Name      string   `json:"name,omitempty"`
+	Paths     []string `json:"paths,omitempty"` // JSON pointers; a prefix matches its subtree
+	Managers  []string `json:"managers,omitempty"`
+	Rules     []Rule   `json:"rules,omitempty"`
+	Reason    string   `json:"reason"`
+	// Expires is the day the rule stops applying; zero means never.
+	Expires time.Time `json:"expires,omitzero"`
+	// Origin says where the rule came from (".driftpreview.yaml:12", an Application).
+	Origin string `json:"origin,omitempty"`
+}
+
+// Policy decides which findings fail the status check.
+type Policy struct {
+	// Fail lists rules that fail regardless of severity. When empty, every finding
+	// of severity error fails.
+	Fail []Rule
+	// Severity overrides a rule's default severity.
+	Severity map[Rule]Severity
+}
+
+// DefaultPolicy fails on any error-severity finding.
+func DefaultPolicy() Policy { return Policy{} }
+
+// LiveState is what diffing/live read from the cluster for one target. A nil
+// *LiveState means the live comparison was off.
+type LiveState struct {
+	Mode    string // simulate or dry-run
+	Cluster string
+	// Err, when set, means the cluster could not be read completely; diffing reports
+	// live-unavailable and shows no live diff rather than a partial one.
+	Err error
+	// Objects are the live objects for every key in base or head, plus live objects
+	// that belong to the target by tracking label/annotation or controller inventory.
+	Objects map[render.ObjectKey]*unstructured.Unstructured
+	// Tracked marks live keys that belong to this target (prune scope).
+	Tracked map[render.ObjectKey]bool
+	// Predictions hold, per head key, the result of applying head onto live.
+	Predictions map[render.ObjectKey]Prediction
+	// Children counts live objects inside a Namespace, or instances of a CRD, for
+	// keys that head removes.
+	Children map[render.ObjectKey]Children
+	// Volumes maps a PVC key to its bound PersistentVolume.
+	Volumes map[render.ObjectKey]*unstructured.Unstructured
+}
+
+// Prediction is the result of applying one head object onto the live cluster.
+type Prediction struct {
+	// Object is the predicted live object after the apply (masked for Secrets).
+	Object *unstructured.Unstructured
+	// Conflicts are fields head sets that another manager owns with another value.
+	Conflicts []Conflict
+	// Err is an apply error the API would return (immutable field, admission).
+	Err error
+}
+
+// Conflict is one field that head sets but another field manager owns live.
+type Conflict struct {
+	Path      string // JSON pointer
+	Manager   string
+	Operation string // Apply or Update
+	Time      *time.Time
+	Live      any // the live value (masked for Secrets)
+	Head      any // the value head sets
+}
+
+// Children summarises what a pruned Namespace or CRD takes with it.
+type Children struct {
+	Total  int
+	ByKind map[string]int // e.g. PersistentVolumeClaim: 2
+}

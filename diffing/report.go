@@ -1,0 +1,213 @@
+package diffing
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// Severity ranks findings; a report's Worst is the maximum over its findings.
+type Severity int
+
+// Severities run info < warning < error.
+const (
+	SeverityNone Severity = iota
+	SeverityInfo
+	SeverityWarning
+	SeverityError
+)
+
+func (s Severity) String() string {
+	switch s {
+	case SeverityInfo:
+		return "info"
+	case SeverityWarning:
+		return "warning"
+	case SeverityError:
+		return "error"
+	}
+	return "none"
+}
+
+// ParseSeverity reads the names used in config and JSON.
+func ParseSeverity(s string) (Severity, error) {
+	switch s {
+	case "info":
+		return SeverityInfo, nil
+	case "warning":
+		return SeverityWarning, nil
+	case "error":
+		return SeverityError, nil
+	case "none":
+		return SeverityNone, nil
+	}
+	return SeverityNone, fmt.Errorf("unknown severity %q (want info, warning or error)", s)
+}
+
+// MarshalJSON writes the severity by name, as the JSON contract requires.
+func (s Severity) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// UnmarshalJSON reads a severity name.
+func (s *Severity) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return err
+	}
+	v, err := ParseSeverity(name)
+	*s = v
+	return err
+}
+
+// Rule is a finding's stable ID: the public contract of config, JSON and comment.
+type Rule string
+
+// The rules of DESIGN.md's table.
+const (
+	RulePrune           Rule = "prune"
+	RulePruneStateful   Rule = "prune-stateful"
+	RulePruneCascade    Rule = "prune-cascade"
+	RuleDataLoss        Rule = "data-loss"
+	RuleOrphan          Rule = "orphan"
+	RuleRename          Rule = "rename"
+	RuleStatefulChange  Rule = "stateful-change"
+	RuleImmutableField  Rule = "immutable-field"
+	RuleFieldConflict   Rule = "field-conflict"
+	RuleLiveDrift       Rule = "live-drift"
+	RuleSecretChange    Rule = "secret-change"
+	RuleRenderError     Rule = "render-error"
+	RuleConfigError     Rule = "config-error"
+	RuleIgnoreExpired   Rule = "ignore-expired"
+	RuleLiveUnavailable Rule = "live-unavailable"
+	// RuleSyncDisabled and RuleControllerMissing come from live GitOps controller
+	// state (Argo CD Applications, Flux Kustomizations): the merge will not reach
+	// the cluster on its own.
+	RuleSyncDisabled      Rule = "sync-disabled"
+	RuleControllerMissing Rule = "controller-missing"
+	// RuleNotRendered lists a target whose source lies outside the repository.
+	RuleNotRendered Rule = "not-rendered"
+)
+
+// DefaultSeverity is each rule's severity before policy.severity overrides it.
+var DefaultSeverity = map[Rule]Severity{
+	RulePrune:             SeverityWarning,
+	RulePruneStateful:     SeverityError,
+	RulePruneCascade:      SeverityError,
+	RuleDataLoss:          SeverityError,
+	RuleOrphan:            SeverityInfo,
+	RuleRename:            SeverityWarning, // error when the kind is stateful
+	RuleStatefulChange:    SeverityWarning,
+	RuleImmutableField:    SeverityError,
+	RuleFieldConflict:     SeverityWarning,
+	RuleLiveDrift:         SeverityWarning,
+	RuleSecretChange:      SeverityInfo,
+	RuleRenderError:       SeverityError,
+	RuleConfigError:       SeverityError,
+	RuleIgnoreExpired:     SeverityWarning,
+	RuleLiveUnavailable:   SeverityError,
+	RuleSyncDisabled:      SeverityWarning,
+	RuleControllerMissing: SeverityWarning,
+	RuleNotRendered:       SeverityInfo,
+}
+
+// Finding is one risk, stated as a sentence about one object. Message never holds a
+// Secret value.
+type Finding struct {
+	Rule     Rule             `json:"rule"`
+	Severity Severity         `json:"severity"`
+	Key      render.ObjectKey `json:"key"`
+	// Path is a JSON pointer into the object, e.g. /spec/replicas.
+	Path string `json:"path,omitempty"`
+	// Manager is the field manager that owns Path live, when one is involved.
+	Manager string     `json:"manager,omitempty"`
+	Since   *time.Time `json:"since,omitempty"`
+	Message string     `json:"message"`
+	// Failing is true when policy makes this finding fail the status check.
+	Failing bool `json:"failing,omitempty"`
+}
+
+// Action says what the PR does to one object.
+type Action string
+
+// The actions of the JSON contract.
+const (
+	ActionCreated   Action = "created"
+	ActionModified  Action = "modified"
+	ActionDeleted   Action = "deleted"
+	ActionUnchanged Action = "unchanged"
+)
+
+// Change is one object's base→head change, plus what applying head does to the live
+// object. Diffs are unified YAML diffs over normalised, masked objects.
+type Change struct {
+	Key    render.ObjectKey `json:"key"`
+	Action Action           `json:"action"`
+	Source string           `json:"source,omitempty"`
+	// Diff is base → head (what this PR changes).
+	Diff string `json:"diff,omitempty"`
+	// LiveDiff is live → predicted live after the merge (what the merge does).
+	LiveDiff string `json:"liveDiff,omitempty"`
+	// LiveAction is what the merge does to the live object: created, modified,
+	// deleted or unchanged; empty when live was not compared.
+	LiveAction Action `json:"liveAction,omitempty"`
+	// RevertsDrift is true when LiveDiff undoes a human edit.
+	RevertsDrift bool `json:"revertsDrift,omitempty"`
+	// IgnoredLines counts diff lines hidden by ignore rules.
+	IgnoredLines int `json:"ignoredLines,omitempty"`
+}
+
+// Summary counts a target's changes.
+type Summary struct {
+	Created   int `json:"created"`
+	Modified  int `json:"modified"`
+	Deleted   int `json:"deleted"`
+	Unchanged int `json:"unchanged"`
+	// Ignored counts findings and diff lines hidden by ignore rules.
+	IgnoredFindings int `json:"ignoredFindings,omitempty"`
+	IgnoredLines    int `json:"ignoredLines,omitempty"`
+}
+
+// Controller says where a target came from when it was discovered from a GitOps
+// controller object (Argo CD Application, Flux Kustomization/HelmRelease).
+type Controller struct {
+	Kind      string `json:"kind"` // Application, Kustomization, HelmRelease, config
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Source    string `json:"source,omitempty"` // file in the repo that declares it
+	AutoSync  bool   `json:"autoSync"`
+	Prune     bool   `json:"prune"`
+	SelfHeal  bool   `json:"selfHeal"`
+	Suspended bool   `json:"suspended,omitempty"`
+	Replace   bool   `json:"replace,omitempty"`
+}
+
+// TargetReport is everything found for one target.
+type TargetReport struct {
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Cluster string `json:"cluster,omitempty"`
+	// LiveChecked is true only when the live comparison ran completely.
+	LiveChecked bool        `json:"liveChecked"`
+	LiveMode    string      `json:"liveMode,omitempty"` // simulate, dry-run or off
+	Manager     string      `json:"manager,omitempty"`  // the GitOps field manager simulated
+	Controller  *Controller `json:"controller,omitempty"`
+	Summary     Summary     `json:"summary"`
+	Changes     []Change    `json:"changes"`
+	Findings    []Finding   `json:"findings"`
+	Notes       []string    `json:"notes,omitempty"`
+	Error       string      `json:"error,omitempty"`
+	Worst       Severity    `json:"worst"`
+}
+
+// Report is the whole result of one preview: what the comment and the check show.
+type Report struct {
+	Base        string         `json:"base"`
+	Head        string         `json:"head"`
+	GeneratedAt time.Time      `json:"generatedAt"`
+	Targets     []TargetReport `json:"targets"`
+	// Findings not tied to one target (config-error, ignore-expired).
+	Findings []Finding `json:"findings,omitempty"`
+	Worst    Severity  `json:"worst"`
+	Failing  bool      `json:"failing"`
+}

@@ -1,0 +1,81 @@
+package render
+
+import "time"
+
+// Renderer names how a target's directory is turned into objects.
+type Renderer string
+
+// The renderers a target may ask for. RendererAuto picks by the files present:
+// a kustomization means kustomize, a Chart.yaml means helm, anything else plain.
+const (
+	RendererAuto      Renderer = "auto"
+	RendererKustomize Renderer = "kustomize"
+	RendererHelm      Renderer = "helm"
+	RendererPlain     Renderer = "plain"
+)
+
+// Options says how to render one target. Paths inside it are relative to the
+// checkout root unless noted.
+type Options struct {
+	Renderer Renderer
+	// Namespace is set on namespaced objects that have none, as Argo CD and Flux do
+	// with their destination/target namespace.
+	Namespace string
+	Plain     PlainOptions
+	Helm      HelmOptions
+	Kustomize KustomizeOptions
+
+	// MaxFileBytes caps any single input file; MaxTotalBytes caps the rendered
+	// output of the target; Timeout caps the whole render.
+	MaxFileBytes  int64
+	MaxTotalBytes int64
+	Timeout       time.Duration
+}
+
+// PlainOptions applies to directories of YAML/JSON manifests.
+type PlainOptions struct {
+	Recurse bool
+	// Include and Exclude are glob patterns matched against paths relative to the
+	// target directory (Argo CD's directory.include/exclude). Empty Include means all.
+	Include []string
+	Exclude []string
+}
+
+// HelmOptions applies to charts.
+type HelmOptions struct {
+	ReleaseName string
+	// ValuesFiles are relative to the checkout root.
+	ValuesFiles []string
+	// Values are merged over the values files, as helm's --set does.
+	Values   map[string]any
+	SkipCRDs bool
+	// KubeVersion is the Capabilities.KubeVersion templates see; default v1.37.0.
+	KubeVersion string
+}
+
+// KustomizeOptions are overrides applied on top of the target's kustomization, the
+// way Argo CD's source.kustomize and Flux's Kustomization spec do. They are applied
+// by wrapping the target in a generated kustomization, never by editing files.
+type KustomizeOptions struct {
+	NamePrefix        string
+	NameSuffix        string
+	Namespace         string
+	Images            []string          // "name=newName:tag" or "name:tag"
+	CommonLabels      map[string]string // labels only, selectors untouched
+	CommonAnnotations map[string]string
+	// Patches are kustomize patch entries (strategic merge or JSON6902) in YAML.
+	Patches    []string
+	Components []string // paths relative to the checkout root
+}
+
+// DefaultOptions gives the limits the design card sets: 10 MiB per file, 100 MiB per
+// target, 60 s per render, and auto-detection of the renderer.
+func DefaultOptions() Options {
+	return Options{
+		Renderer:      RendererAuto,
+		MaxFileBytes:  10 << 20,
+		MaxTotalBytes: 100 << 20,
+		Timeout:       60 * time.Second,
+		Helm:          HelmOptions{KubeVersion: "v1.37.0"},
+	}
+}
