@@ -1,0 +1,7 @@
+// Package bot is the outer stage of driftpreview: it turns webhooks into jobs, runs
+// the preview pipeline (render → diffing) on a checkout of base and head, and posts
+// one sticky comment and one status per pull request through a host adapter.
+//
+// This package holds the host-neutral types (PR, Event, Status) that the adapters in
+// bot/github and bot/gitlab translate to and from. Nothing imports bot except cmd.
+package bot

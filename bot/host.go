@@ -1,0 +1,69 @@
+package bot
+
+import "time"
+
+// PR identifies one pull request (GitHub) or merge request (GitLab) in host-neutral
+// terms; only the adapters know how each host spells these.
+type PR struct {
+	Host   string `json:"host"`   // "github" or "gitlab"
+	Repo   string `json:"repo"`   // owner/name, or group/subgroup/project
+	Number int    `json:"number"` // PR number or MR iid
+	// ProjectID is GitLab's numeric project ID; InstallationID GitHub's App installation.
+	ProjectID      int64  `json:"projectID,omitempty"`
+	InstallationID int64  `json:"installationID,omitempty"`
+	BaseRef        string `json:"baseRef,omitempty"`
+	BaseSHA        string `json:"baseSHA"`
+	HeadRef        string `json:"headRef,omitempty"`
+	HeadSHA        string `json:"headSHA"`
+	// Fork is true when head lives in another repository.
+	Fork bool `json:"fork,omitempty"`
+	// HeadRepo is the fork's owner/name (or project path) when Fork is true.
+	HeadRepo string `json:"headRepo,omitempty"`
+	URL      string `json:"url,omitempty"` // web URL of the PR, for logs and details links
+}
+
+// EventKind is what a webhook delivery asks the bot to do.
+type EventKind string
+
+// The events that matter; everything else is EventIgnore and answered 2xx.
+const (
+	EventRun    EventKind = "run"    // opened, synchronize, reopened, ready, base changed
+	EventRerun  EventKind = "rerun"  // "/driftpreview rerun" by a user with write access
+	EventClose  EventKind = "close"  // closed or merged: cancel pending jobs
+	EventIgnore EventKind = "ignore" // anything else
+)
+
+// Event is a parsed, verified webhook delivery.
+type Event struct {
+	Kind       EventKind
+	DeliveryID string
+	PR         PR
+	Actor      string
+	// Reason explains an EventIgnore, for logs and the delivery metric.
+	Reason string
+}
+
+// State is a check run (GitHub) or commit status (GitLab) state.
+type State string
+
+// The states a status moves through. Pending/InProgress at start, then one of the
+// final states; nothing stays pending forever.
+const (
+	StateInProgress State = "in_progress"
+	StateSuccess    State = "success"
+	StateNeutral    State = "neutral"
+	StateFailure    State = "failure"
+	// StateError is an internal error: GitHub shows it as a failed check with the
+	// reason, GitLab as a failed status.
+	StateError State = "error"
+)
+
+// Status is what the bot reports on the head commit.
+type Status struct {
+	State      State
+	Title      string // one line, e.g. "2 errors: data-loss, immutable-field"
+	Summary    string // markdown; adapters truncate to their host's limit
+	Text       string // markdown detail; adapters truncate to their host's limit
+	DetailsURL string
+	StartedAt  time.Time
+}
