@@ -1,0 +1,106 @@
+package hosttext_test
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
+)
+
+const (
+	m  = "<!-- driftpreview:sticky v1 -->"
+	p2 = "<!-- driftpreview:sticky v1 page 2 -->"
+	p3 = "<!-- driftpreview:sticky v1 page 3 -->"
+)
+
+func TestPlan(t *testing.T) {
+	tests := []struct {
+		name     string
+		key      string
+		existing []hosttext.Comment
+		pages    []string
+		want     []hosttext.Op
+	}{
+		{
+			name:  "first run creates main and follow-ups, adding markers",
+			pages: []string{"main", p2 + "\nsecond"},
+			want: []hosttext.Op{
+				{Kind: hosttext.OpCreate, Page: 1, Body: m + "\nmain"},
+				{Kind: hosttext.OpCreate, Page: 2, Body: p2 + "\nsecond"},
+			},
+		},
+		{
+			name:     "unchanged comment is left alone, changed one updated in place",
+			existing: []hosttext.Comment{{ID: 1, Body: m + "\nmain"}, {ID: 2, Body: p2 + "\nold"}},
+			pages:    []string{m + "\nmain", "new"},
+			want:     []hosttext.Op{{Kind: hosttext.OpUpdate, ID: 2, Page: 2, Body: p2 + "\nnew"}},
+		},
+		{
+			name: "stale follow-ups are deleted, highest first; duplicates removed",
+			existing: []hosttext.Comment{
+				{ID: 1, Body: m + "\nold"}, {ID: 2, Body: p2 + "\nx"}, {ID: 3, Body: p3 + "\ny"},
+				{ID: 4, Body: m + "\nracing duplicate"}, {ID: 5, Body: "<!-- other-bot -->\nkeep"},
+				{ID: 6, Body: "a human comment quoting " + m},
+			},
+			pages: []string{"new"},
+			want: []hosttext.Op{
+				{Kind: hosttext.OpUpdate, ID: 1, Page: 1, Body: m + "\nnew"},
+				{Kind: hosttext.OpDelete, ID: 3, Page: 3},
+				{Kind: hosttext.OpDelete, ID: 2, Page: 2},
+				{Kind: hosttext.OpDelete, ID: 4},
+			},
+		},
+		{
+			name:     "key varies the marker and ignores the default one",
+			key:      "other",
+			existing: []hosttext.Comment{{ID: 1, Body: m + "\nmain"}},
+			pages:    []string{"x"},
+			want:     []hosttext.Op{{Kind: hosttext.OpCreate, Page: 1, Body: "<!-- other -->\nx"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := hosttext.Plan(tt.key, tt.existing, tt.pages, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := hosttext.Plan("", nil, nil, 10); err == nil {
+		t.Error("Plan with no pages: want an error")
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	long := strings.Repeat("🔴", 100) // 4 bytes each
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{"short stays", "abc", 10, "abc"},
+		{"no limit", long, 0, long},
+		{"cuts on a rune boundary and notes it", long, 30 + len(hosttext.TruncatedNote), strings.Repeat("🔴", 7) + hosttext.TruncatedNote},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := hosttext.Truncate(tt.in, tt.max)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Truncate (-want +got):\n%s", diff)
+			}
+			if tt.max > 0 && len(got) > tt.max || !utf8.ValidString(got) {
+				t.Errorf("Truncate gave %d bytes (max %d), valid UTF-8 %v", len(got), tt.max, utf8.ValidString(got))
+			}
+		})
+	}
+	if got := hosttext.TruncateLine("héllo wörld", 8); got != "héll…" || len(got) > 8 {
+		t.Errorf("TruncateLine = %q", got)
+	}
+}
