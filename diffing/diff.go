@@ -1,0 +1,298 @@
+package diffing
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// Input is one target's rendered base and head, and what the cluster holds for it.
+type Input struct {
+	Name, Path, Cluster string
+	Base, Head          render.ObjectSet
+	// BaseErr and HeadErr are render failures; a *render.Error names file and line.
+	BaseErr, HeadErr error
+	// Live is nil when the live comparison is off.
+	Live *LiveState
+}
+
+// differ holds the state of one Diff call.
+type differ struct {
+	in      Input
+	opts    Options
+	ig      ignores
+	liveOK  bool // Live is set and was read completely
+	base    map[render.ObjectKey]*render.Object
+	head    map[render.ObjectKey]*render.Object
+	changes map[render.ObjectKey]*Change
+	found   []Finding
+	tr      TargetReport
+	// reported marks (key, path) pairs that already have a live-drift or
+	// field-conflict finding, so conflicts and the base↔live scan do not repeat.
+	reported map[string]bool
+}
+
+// Diff compares one target's base and head with each other and, when in.Live is
+// set, with the live cluster, and states every risk as a Finding. It never fails:
+// render errors and an unreadable cluster become findings, so one broken target
+// never hides the others. Call Finish on the whole Report to apply the policy.
+func Diff(in Input, opts Options) TargetReport {
+	d := &differ{
+		in:       in,
+		opts:     opts,
+		changes:  map[render.ObjectKey]*Change{},
+		reported: map[string]bool{},
+	}
+	d.tr = TargetReport{
+		Name:     in.Name,
+		Path:     in.Path,
+		Cluster:  in.Cluster,
+		LiveMode: "off",
+		Manager:  opts.Manager,
+		Notes:    slices.Clone(in.Head.Notes),
+		Changes:  []Change{},
+		Findings: []Finding{},
+	}
+	var expired []Finding
+	d.ig, expired = splitIgnores(opts)
+	d.found = append(d.found, expired...)
+
+	if in.Live != nil {
+		d.tr.LiveMode = in.Live.Mode
+		if d.tr.Cluster == "" {
+			d.tr.Cluster = in.Live.Cluster
+		}
+	}
+	if d.renderErrors() {
+		d.finishTarget()
+		return d.tr
+	}
+	if in.Live != nil {
+		if in.Live.Err != nil {
+			d.liveUnavailable(render.ObjectKey{}, fmt.Sprintf("The live state of cluster `%s` could not be read (%s), so this report has no live comparison: no live diffs, conflicts, drift or cascades.",
+				d.clusterName(), oneLine(in.Live.Err.Error())))
+		} else {
+			d.liveOK = true
+			d.tr.LiveChecked = true
+		}
+	}
+	d.base = in.Base.Index()
+	d.head = in.Head.Index()
+
+	d.computeChanges()
+	d.checkModified()
+	if d.liveOK {
+		d.checkLive()
+	}
+	d.checkImmutable()
+	d.checkRemoved()
+	d.finishTarget()
+	return d.tr
+}
+
+// renderErrors turns BaseErr and HeadErr into findings; it reports whether the
+// target cannot be compared at all.
+func (d *differ) renderErrors() bool {
+	var texts []string
+	for _, side := range []struct {
+		name string
+		err  error
+	}{{"head", d.in.HeadErr}, {"base", d.in.BaseErr}} {
+		if side.err == nil {
+			continue
+		}
+		text := oneLine(renderErrorText(side.err))
+		texts = append(texts, side.name+": "+text)
+		var msg string
+		if side.name == "head" {
+			msg = fmt.Sprintf("The PR's head does not render (%s), so this target is not compared and the controller cannot sync it after the merge.", text)
+		} else {
+			msg = fmt.Sprintf("The base does not render (%s), so this PR's changes to the target cannot be compared.", text)
+		}
+		d.add(Finding{Rule: RuleRenderError, Message: msg})
+	}
+	if len(texts) == 0 {
+		return false
+	}
+	d.tr.Error = strings.Join(texts, "; ")
+	return true
+}
+
+// renderErrorText prefers the *render.Error form "file:line: msg".
+func renderErrorText(err error) string {
+	var re *render.Error
+	if errors.As(err, &re) {
+		return re.Error()
+	}
+	return err.Error()
+}
+
+// oneLine folds an error text onto one line and caps its length, since API and
+// render errors can be long.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:297] + "..."
+	}
+	return s
+}
+
+func (d *differ) clusterName() string {
+	if d.tr.Cluster != "" {
+		return d.tr.Cluster
+	}
+	return "(unnamed)"
+}
+
+// who names the controller that applies and prunes, for messages.
+func (d *differ) who() string {
+	if d.opts.Manager == "" || d.opts.Manager == "driftpreview" {
+		return "the GitOps controller"
+	}
+	return d.opts.Manager
+}
+
+// add records a finding, filling in the rule's default severity when unset.
+func (d *differ) add(f Finding) {
+	if f.Severity == SeverityNone {
+		f.Severity = DefaultSeverity[f.Rule]
+	}
+	d.found = append(d.found, f)
+}
+
+func (d *differ) liveUnavailable(k render.ObjectKey, msg string) {
+	d.tr.LiveChecked = false
+	d.add(Finding{Rule: RuleLiveUnavailable, Key: k, Message: msg})
+}
+
+// computeChanges fills one Change per key in base or head.
+func (d *differ) computeChanges() {
+	keys := slices.Collect(maps.Keys(d.base))
+	for k := range d.head {
+		if _, ok := d.base[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, render.ObjectKey.Compare)
+	for _, k := range keys {
+		b, h := d.base[k], d.head[k]
+		c := &Change{Key: k}
+		var bo, ho *unstructured.Unstructured
+		if b != nil {
+			bo, c.Source = b.Obj, b.Source
+		}
+		if h != nil {
+			ho, c.Source = h.Obj, h.Source
+		}
+		diff, hidden, changed := d.objectDiff(k, bo, ho, secretValues(bo), secretValues(ho))
+		switch {
+		case b == nil:
+			c.Action = ActionCreated
+		case h == nil:
+			c.Action = ActionDeleted
+		case changed:
+			c.Action = ActionModified
+		default:
+			c.Action = ActionUnchanged
+		}
+		if c.Action != ActionUnchanged {
+			c.Diff = diff
+		}
+		c.IgnoredLines = hidden
+		d.changes[k] = c
+	}
+}
+
+// objectDiff is the unified diff of two versions of one object (either may be nil)
+// after normalising, masking and removing ignored paths. It also returns how many
+// changed lines the ignore rules hid and whether anything is left changed.
+func (d *differ) objectDiff(k render.ObjectKey, oldObj, newObj *unstructured.Unstructured, oldVals, newVals map[string]string) (string, int, bool) {
+	on, nn := Normalize(oldObj), Normalize(newObj)
+	paths := d.ig.linePaths(k)
+	ma, mb := maskPair(strip(on, paths), strip(nn, paths), oldVals, newVals)
+	a, b := toYAML(ma), toYAML(mb)
+	hidden := 0
+	if len(paths) > 0 {
+		fa, fb := maskPair(on, nn, oldVals, newVals)
+		hidden = max(changedLines(toYAML(fa), toYAML(fb))-changedLines(a, b), 0)
+	}
+	if a == b {
+		return "", hidden, false
+	}
+	return unified(a, b), hidden, true
+}
+
+// finishTarget applies ignore rules, sorts findings and fills the Summary,
+// Changes and Worst.
+func (d *differ) finishTarget() {
+	for _, f := range d.found {
+		if d.ig.hideFinding(f) {
+			d.tr.Summary.IgnoredFindings++
+			continue
+		}
+		d.tr.Findings = append(d.tr.Findings, f)
+	}
+	SortFindings(d.tr.Findings)
+	keys := slices.Collect(maps.Keys(d.changes))
+	slices.SortFunc(keys, render.ObjectKey.Compare)
+	for _, k := range keys {
+		c := d.changes[k]
+		d.tr.Changes = append(d.tr.Changes, *c)
+		switch c.Action {
+		case ActionCreated:
+			d.tr.Summary.Created++
+		case ActionModified:
+			d.tr.Summary.Modified++
+		case ActionDeleted:
+			d.tr.Summary.Deleted++
+		case ActionUnchanged:
+			d.tr.Summary.Unchanged++
+		}
+		d.tr.Summary.IgnoredLines += c.IgnoredLines
+	}
+	d.tr.Worst = worst(d.tr.Findings)
+}
+
+// SortFindings orders findings the way the report lists them: errors first, then
+// by rule, object key, path and message, so output is stable.
+func SortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(
+			cmp.Compare(b.Severity, a.Severity),
+			strings.Compare(string(a.Rule), string(b.Rule)),
+			a.Key.Compare(b.Key),
+			strings.Compare(a.Path, b.Path),
+			strings.Compare(a.Message, b.Message),
+		)
+	})
+}
+
+func worst(fs []Finding) Severity {
+	w := SeverityNone
+	for _, f := range fs {
+		w = max(w, f.Severity)
+	}
+	return w
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// code wraps s in backticks for a message.
+func code(s string) string { return "`" + s + "`" }
+
+// keyRef writes another object's key for a message: namespace/name.
+func keyRef(k render.ObjectKey) string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}

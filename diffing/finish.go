@@ -1,0 +1,36 @@
+package diffing
+
+import "slices"
+
+// Finish applies policy p to a whole report: it sets each finding's severity from
+// p.Severity overrides, marks Failing (the rules in p.Fail fail whatever their
+// severity; with no p.Fail, every error-severity finding fails), re-sorts the
+// findings, and computes each target's Worst and the report's Worst and Failing.
+// The comment and the exit code read only what Finish computed.
+func Finish(r *Report, p Policy) {
+	r.Worst = SeverityNone
+	r.Failing = false
+	apply := func(fs []Finding) {
+		for i := range fs {
+			f := &fs[i]
+			if s, ok := p.Severity[f.Rule]; ok {
+				f.Severity = s
+			}
+			if len(p.Fail) > 0 {
+				f.Failing = slices.Contains(p.Fail, f.Rule)
+			} else {
+				f.Failing = f.Severity == SeverityError
+			}
+			r.Failing = r.Failing || f.Failing
+		}
+		SortFindings(fs)
+	}
+	for i := range r.Targets {
+		t := &r.Targets[i]
+		apply(t.Findings)
+		t.Worst = worst(t.Findings)
+		r.Worst = max(r.Worst, t.Worst)
+	}
+	apply(r.Findings)
+	r.Worst = max(r.Worst, worst(r.Findings))
+}

@@ -1,0 +1,153 @@
+package diffing
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// globMatch matches s against a path.Match pattern; an empty pattern matches
+// anything, and a malformed pattern matches only itself.
+func globMatch(pattern, s string) bool {
+	if pattern == "" {
+		return true
+	}
+	ok, err := path.Match(pattern, s)
+	if err != nil {
+		return pattern == s
+	}
+	return ok
+}
+
+// matchesObject reports whether the rule's group, kind, namespace and name cover k.
+func (r IgnoreRule) matchesObject(k render.ObjectKey) bool {
+	return globMatch(r.Group, k.Group) && globMatch(r.Kind, k.Kind) &&
+		globMatch(r.Namespace, k.Namespace) && globMatch(r.Name, k.Name)
+}
+
+// hidesLines reports whether the rule removes diff lines: it names paths and is
+// not narrowed to certain findings by rules or managers.
+func (r IgnoreRule) hidesLines() bool {
+	return len(r.Paths) > 0 && len(r.Rules) == 0 && len(r.Managers) == 0
+}
+
+// matchesFinding reports whether the rule hides f: every criterion it sets must hold.
+func (r IgnoreRule) matchesFinding(f Finding) bool {
+	if !r.matchesObject(f.Key) {
+		return false
+	}
+	if len(r.Rules) > 0 && !slices.Contains(r.Rules, f.Rule) {
+		return false
+	}
+	if len(r.Managers) > 0 && !slices.ContainsFunc(r.Managers, func(m string) bool { return f.Manager != "" && globMatch(m, f.Manager) }) {
+		return false
+	}
+	if len(r.Paths) > 0 && !slices.ContainsFunc(r.Paths, func(p string) bool { return f.Path != "" && pointerCovers(p, f.Path) }) {
+		return false
+	}
+	return true
+}
+
+// hidesManager reports whether the rule hides everything one manager does to k.
+func (r IgnoreRule) hidesManager(k render.ObjectKey, manager string) bool {
+	return len(r.Managers) > 0 && len(r.Paths) == 0 && len(r.Rules) == 0 && r.matchesObject(k) &&
+		slices.ContainsFunc(r.Managers, func(m string) bool { return globMatch(m, manager) })
+}
+
+// ignores is the set of ignore rules in force for one Diff.
+type ignores struct {
+	active []IgnoreRule
+}
+
+// splitIgnores separates the rules in force from the expired ones, which become
+// ignore-expired findings.
+func splitIgnores(opts Options) (ignores, []Finding) {
+	var ig ignores
+	var expired []Finding
+	for _, r := range opts.Ignore {
+		if !r.Expires.IsZero() && r.Expires.Before(opts.Now) {
+			expired = append(expired, Finding{
+				Rule:     RuleIgnoreExpired,
+				Severity: DefaultSeverity[RuleIgnoreExpired],
+				Key:      render.ObjectKey{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name},
+				Message:  expiredMessage(r),
+			})
+			continue
+		}
+		ig.active = append(ig.active, r)
+	}
+	return ig, expired
+}
+
+func expiredMessage(r IgnoreRule) string {
+	origin := r.Origin
+	if origin == "" {
+		origin = "the config"
+	}
+	what := ignoreScope(r)
+	reason := ""
+	if r.Reason != "" {
+		reason = fmt.Sprintf(" (%q)", r.Reason)
+	}
+	return fmt.Sprintf("The ignore rule at %s for %s%s expired on %s, so what it hid is reported again: renew it with a new `expires` or remove it.",
+		origin, what, reason, r.Expires.UTC().Format("2006-01-02"))
+}
+
+func ignoreScope(r IgnoreRule) string {
+	var parts []string
+	if len(r.Paths) > 0 {
+		parts = append(parts, "paths "+strings.Join(r.Paths, ", "))
+	}
+	if len(r.Managers) > 0 {
+		parts = append(parts, "managers "+strings.Join(r.Managers, ", "))
+	}
+	if len(r.Rules) > 0 {
+		rs := make([]string, len(r.Rules))
+		for i, x := range r.Rules {
+			rs[i] = string(x)
+		}
+		parts = append(parts, "rules "+strings.Join(rs, ", "))
+	}
+	if len(parts) == 0 {
+		return "all findings"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// hideFinding reports whether an active rule hides f.
+func (ig ignores) hideFinding(f Finding) bool {
+	return slices.ContainsFunc(ig.active, func(r IgnoreRule) bool { return r.matchesFinding(f) })
+}
+
+// hideManager reports whether an active rule hides all of one manager's fields on k.
+func (ig ignores) hideManager(k render.ObjectKey, manager string) bool {
+	return slices.ContainsFunc(ig.active, func(r IgnoreRule) bool { return r.hidesManager(k, manager) })
+}
+
+// linePaths lists the pointers whose fields are removed from k's diffs.
+func (ig ignores) linePaths(k render.ObjectKey) []string {
+	var out []string
+	for _, r := range ig.active {
+		if r.hidesLines() && r.matchesObject(k) {
+			out = append(out, r.Paths...)
+		}
+	}
+	return out
+}
+
+// strip returns obj without the fields at paths (obj itself when there are none).
+func strip(obj *unstructured.Unstructured, paths []string) *unstructured.Unstructured {
+	if obj == nil || len(paths) == 0 {
+		return obj
+	}
+	out := obj.DeepCopy()
+	for _, p := range paths {
+		removePath(out.Object, p)
+	}
+	return out
+}

@@ -1,0 +1,208 @@
+package diffing
+
+import (
+	"encoding/base64"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// MaskedValue replaces every Secret value before anything is shown. It is a fixed
+// text, not a hash, so it reveals nothing about the value, not even whether two
+// Secrets hold the same one.
+const MaskedValue = "<hidden>"
+
+// changedMarker is what a diff line of a masked Secret value says when the value
+// behind it changed: the line changes, the value stays hidden.
+const changedMarker = "# changed (value hidden)"
+
+// changedSentinel stands in for a changed masked value while an object is
+// marshalled; unifiedYAML swaps it for MaskedValue plus changedMarker.
+const changedSentinel = "DRIFTPREVIEW-MASKED-VALUE-CHANGED"
+
+// lastApplied is the client-side-apply annotation: a full copy of the object as
+// last applied, Secret values included, so it is never shown.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// noisyAnnotations are set by the API server or controllers and say nothing about
+// what the PR or the merge changes.
+var noisyAnnotations = []string{
+	lastApplied,
+	"deployment.kubernetes.io/revision",
+	"control-plane.alpha.kubernetes.io/leader",
+}
+
+// isSecretKey reports whether key is a core Secret, the kind whose values are
+// masked everywhere.
+func isSecretKey(k render.ObjectKey) bool { return k.Group == "" && k.Kind == "Secret" }
+
+func isSecret(obj *unstructured.Unstructured) bool {
+	return obj != nil && isSecretKey(render.KeyOf(obj))
+}
+
+// Mask returns a copy of obj that is safe to print: Secret data and stringData
+// values become MaskedValue (keys stay, so a reader sees which keys exist), and the
+// last-applied-configuration annotation, which copies the whole object, is removed
+// from every kind. Everything that prints objects calls it first.
+func Mask(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil {
+		return nil
+	}
+	out := obj.DeepCopy()
+	if ann := out.GetAnnotations(); ann != nil {
+		if _, ok := ann[lastApplied]; ok {
+			delete(ann, lastApplied)
+			setAnnotations(out, ann)
+		}
+	}
+	if isSecret(out) {
+		for _, field := range []string{"data", "stringData"} {
+			m, ok := out.Object[field].(map[string]any)
+			if !ok {
+				if _, present := out.Object[field]; present {
+					out.Object[field] = MaskedValue
+				}
+				continue
+			}
+			for k := range m {
+				m[k] = MaskedValue
+			}
+		}
+	}
+	return out
+}
+
+// Normalize returns a copy of obj without what the API server sets by itself
+// (status, managedFields, resourceVersion, uid, generation, timestamps, selfLink,
+// revision annotations), so that base, head and live objects compare on what a
+// person or a controller declared.
+func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil {
+		return nil
+	}
+	out := obj.DeepCopy()
+	delete(out.Object, "status")
+	md, ok := out.Object["metadata"].(map[string]any)
+	if ok {
+		for _, f := range []string{
+			"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
+			"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
+		} {
+			delete(md, f)
+		}
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			for _, a := range noisyAnnotations {
+				delete(ann, a)
+			}
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
+		if l, ok := md["labels"].(map[string]any); ok && len(l) == 0 {
+			delete(md, "labels")
+		}
+		if f, ok := md["finalizers"].([]any); ok && len(f) == 0 {
+			delete(md, "finalizers")
+		}
+	}
+	return out
+}
+
+func setAnnotations(u *unstructured.Unstructured, ann map[string]string) {
+	if len(ann) == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+		return
+	}
+	u.SetAnnotations(ann)
+}
+
+// secretValues gives a Secret's effective values by key, the way the API server
+// stores them: data decoded, stringData over it. The result is used only to
+// compare values and never leaves the package.
+func secretValues(obj *unstructured.Unstructured) map[string]string {
+	if !isSecret(obj) {
+		return nil
+	}
+	vals := map[string]string{}
+	if m, ok := obj.Object["data"].(map[string]any); ok {
+		for k, v := range m {
+			s, _ := v.(string)
+			if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+				vals[k] = string(b)
+			} else {
+				vals[k] = "\x00raw:" + s
+			}
+		}
+	}
+	if m, ok := obj.Object["stringData"].(map[string]any); ok {
+		for k, v := range m {
+			s, _ := v.(string)
+			vals[k] = s
+		}
+	}
+	return vals
+}
+
+// maskPair masks two versions of one object for a diff. For Secrets, a key whose
+// value differs between oldVals and newVals gets the changed marker on the new
+// side, so the diff shows that it changed without showing either value.
+func maskPair(oldObj, newObj *unstructured.Unstructured, oldVals, newVals map[string]string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+	mo, mn := Mask(oldObj), Mask(newObj)
+	if mn == nil || !isSecret(mn) || oldVals == nil {
+		return mo, mn
+	}
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := mn.Object[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for k := range m {
+			ov, inOld := oldVals[k]
+			nv, inNew := newVals[k]
+			if inOld && inNew && ov != nv && oldHasField(mo, field, k) {
+				m[k] = changedSentinel
+			}
+		}
+	}
+	return mo, mn
+}
+
+func oldHasField(obj *unstructured.Unstructured, field, key string) bool {
+	if obj == nil {
+		return false
+	}
+	m, ok := obj.Object[field].(map[string]any)
+	if !ok {
+		return false
+	}
+	_, ok = m[key]
+	return ok
+}
+
+// scrubSecrets removes any Secret value (plain or base64) from text that came from
+// outside, such as an API error, before it goes into a message.
+func scrubSecrets(text string, objs ...*unstructured.Unstructured) string {
+	for _, o := range objs {
+		if !isSecret(o) {
+			continue
+		}
+		for _, field := range []string{"data", "stringData"} {
+			m, _ := o.Object[field].(map[string]any)
+			for _, v := range m {
+				s, _ := v.(string)
+				if len(s) < 3 {
+					continue
+				}
+				text = strings.ReplaceAll(text, s, MaskedValue)
+				if field == "data" {
+					if b, err := base64.StdEncoding.DecodeString(s); err == nil && len(b) >= 3 {
+						text = strings.ReplaceAll(text, string(b), MaskedValue)
+					}
+				}
+			}
+		}
+	}
+	return text
+}

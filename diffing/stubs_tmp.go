@@ -1,0 +1,5 @@
+package diffing
+
+func (d *differ) checkLive()      {}
+func (d *differ) checkImmutable() {}
+func (d *differ) checkRemoved()   {}
