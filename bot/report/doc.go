@@ -1,0 +1,13 @@
+// Package report is the last stage of the driftpreview pipeline before the host
+// adapters: it turns a *diffing.Report into the sticky pull-request comment
+// (Markdown), the status title and the JSON that CI jobs script against.
+//
+// The comment leads with the risk: a headline with the verdict, one table of every
+// finding sorted by severity, then per target what the PR changes (base → head) and,
+// apart from it, what the merge does to the live cluster (head → live), with diffs
+// collapsed per object. The renderer knows nothing about GitHub or GitLab; it takes
+// a size budget (Options.MaxChars) and cuts diffs, never findings, to fit it. When
+// the findings alone do not fit, Pages splits the comment into numbered comments.
+//
+// Output is deterministic: the same Report always gives the same bytes.
+package report
