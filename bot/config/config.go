@@ -43,6 +43,10 @@ type Target struct {
 	Findings []diffing.Finding
 	// Skip, when non-empty, says why the target is listed but not rendered.
 	Skip string
+	// Substitute holds Flux postBuild variables: the pipeline applies them to the
+	// rendered objects with gitops.Substitute (${VAR}, ${VAR:=default}) before
+	// diffing. Values that came from Secrets are already hidden placeholders.
+	Substitute map[string]string
 }
 
 // Sync describes how the GitOps controller applies the target.

@@ -1,0 +1,488 @@
+package gitops
+
+import (
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/strvals"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// fluxIndex holds the Flux sources and the ConfigMaps and Secrets found so far.
+type fluxIndex struct {
+	// gitRepos maps namespace/name of each GitRepository to its URL.
+	gitRepos map[string]string
+	// helmRepos maps namespace/name of each HelmRepository or OCIRepository to its URL.
+	helmRepos  map[string]string
+	configMaps map[string]*manifest
+	secrets    map[string]*manifest
+}
+
+func nsName(ns, name string) string { return ns + "/" + name }
+
+// fluxIndex indexes the sources, ConfigMaps and Secrets among the manifests.
+func (d *discovery) fluxIndex() *fluxIndex {
+	fx := &fluxIndex{gitRepos: map[string]string{}, helmRepos: map[string]string{}, configMaps: map[string]*manifest{}, secrets: map[string]*manifest{}}
+	for _, m := range d.manifests {
+		switch {
+		case m.group() == groupFluxSrc:
+			spec, _ := m.Obj["spec"].(map[string]any)
+			url, _ := spec["url"].(string)
+			k := nsName(m.namespaceOr(defaultFluxNS), m.Name)
+			if m.Kind == "GitRepository" {
+				fx.gitRepos[k] = url
+			} else {
+				fx.helmRepos[k] = url
+			}
+		case m.group() == "" && m.Kind == "ConfigMap":
+			fx.configMaps[nsName(m.Namespace, m.Name)] = m
+		case m.group() == "" && m.Kind == "Secret":
+			fx.secrets[nsName(m.Namespace, m.Name)] = m
+		}
+	}
+	return fx
+}
+
+// lookup finds a ConfigMap or Secret by namespace and name; objects that name no
+// namespace in the repo match any namespace, since the applying Kustomization's
+// targetNamespace usually sets it.
+func (fx *fluxIndex) lookup(kind, ns, name string) *manifest {
+	idx := fx.configMaps
+	if kind == "Secret" {
+		idx = fx.secrets
+	}
+	if m := idx[nsName(ns, name)]; m != nil {
+		return m
+	}
+	return idx[nsName("", name)]
+}
+
+// fluxSourceRef is a Flux sourceRef.
+type fluxSourceRef struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+// thisRepoSource says whether a Flux sourceRef is a GitRepository of this
+// repository, and else names the source for the not-rendered reason.
+func (d *discovery) thisRepoSource(ref fluxSourceRef, ns string, fx *fluxIndex) (bool, string) {
+	if ref.Namespace != "" {
+		ns = ref.Namespace
+	}
+	k := nsName(ns, ref.Name)
+	if ref.Kind != "GitRepository" {
+		if url := fx.helmRepos[k]; url != "" {
+			return false, url
+		}
+		return false, fmt.Sprintf("%s %s", ref.Kind, k)
+	}
+	url, known := fx.gitRepos[k]
+	if d.repo.matches(url) || (ref.Name == fluxSystemName && (!known || len(d.repo) == 0)) {
+		return true, ""
+	}
+	if known && url != "" {
+		return false, url
+	}
+	return false, "GitRepository " + k
+}
+
+// fluxKustomizationSpec is the part of a Flux Kustomization discovery reads.
+type fluxKustomizationSpec struct {
+	Spec struct {
+		Path            string           `json:"path"`
+		Prune           bool             `json:"prune"`
+		Force           bool             `json:"force"`
+		Suspend         bool             `json:"suspend"`
+		TargetNamespace string           `json:"targetNamespace"`
+		NamePrefix      string           `json:"namePrefix"`
+		NameSuffix      string           `json:"nameSuffix"`
+		SourceRef       fluxSourceRef    `json:"sourceRef"`
+		Patches         []map[string]any `json:"patches"`
+		Components      []string         `json:"components"`
+		Images          []fluxImage      `json:"images"`
+		CommonMetadata  *fluxCommonMeta  `json:"commonMetadata"`
+		KubeConfig      map[string]any   `json:"kubeConfig"`
+		PostBuild       *fluxPostBuild   `json:"postBuild"`
+	} `json:"spec"`
+}
+
+type fluxImage struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName"`
+	NewTag  string `json:"newTag"`
+	Digest  string `json:"digest"`
+}
+
+type fluxCommonMeta struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+type fluxPostBuild struct {
+	Substitute     map[string]string `json:"substitute"`
+	SubstituteFrom []struct {
+		Kind     string `json:"kind"`
+		Name     string `json:"name"`
+		Optional bool   `json:"optional"`
+	} `json:"substituteFrom"`
+}
+
+// fluxCluster is the cluster a Flux object deploys to: its parent target's, or the
+// <name> of a clusters/<name>/ directory it is declared in (the layout flux
+// bootstrap creates), mapped through Options.ClusterNames.
+func (d *discovery) fluxCluster(m *manifest) string {
+	if m.Cluster != "" {
+		return m.Cluster
+	}
+	segs := strings.Split(m.File, "/")
+	for i := 0; i+1 < len(segs)-1; i++ {
+		if segs[i] == "clusters" {
+			if c, ok := d.clusterFor(segs[i+1]); ok {
+				return c
+			}
+			return segs[i+1]
+		}
+	}
+	return ""
+}
+
+// fluxKustomization turns a Kustomization into a target; skipped is true when its
+// source is not this repository.
+func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Target, skipped bool) {
+	ns := m.namespaceOr(defaultFluxNS)
+	key := render.ObjectKey{Group: groupFluxKS, Kind: "Kustomization", Namespace: ns, Name: m.Name}
+	ctrl := &diffing.Controller{Kind: "Kustomization", Name: m.Name, Namespace: ns, Source: m.File}
+	t = config.Target{Name: m.Name, Controller: ctrl, Cluster: d.fluxCluster(m)}
+	var ks fluxKustomizationSpec
+	if err := m.decode(&ks); err != nil {
+		t.Skip = fmt.Sprintf("invalid Kustomization: %v", err)
+		t.Findings = []diffing.Finding{notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %v", m.Name, err))}
+		return t, true
+	}
+	s := ks.Spec
+	ctrl.AutoSync, ctrl.Prune, ctrl.SelfHeal, ctrl.Suspended, ctrl.Replace = !s.Suspend, s.Prune, true, s.Suspend, s.Force
+	t.Sync = config.Sync{Prune: s.Prune, SelfHeal: true, Manager: managerFluxKS, Replace: s.Force}
+	t.Namespace = s.TargetNamespace
+	if s.Suspend {
+		t.Findings = append(t.Findings, diffing.Finding{
+			Rule: diffing.RuleSyncDisabled, Severity: diffing.DefaultSeverity[diffing.RuleSyncDisabled], Key: key,
+			Message: fmt.Sprintf("Kustomization %s is suspended: this PR will not be applied until it is resumed.", m.Name),
+		})
+	}
+	if ok, src := d.thisRepoSource(s.SourceRef, ns, fx); !ok {
+		t.Skip = "source outside this repo: " + src
+		t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %s", m.Name, t.Skip)))
+		return t, true
+	}
+	p, ok := cleanRel(s.Path)
+	if !ok {
+		t.Skip = fmt.Sprintf("spec.path %q leaves the repository", s.Path)
+		t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %s", m.Name, t.Skip)))
+		return t, true
+	}
+	t.Path = p
+	if len(s.KubeConfig) > 0 {
+		t.Notes = append(t.Notes, "spec.kubeConfig: Flux applies this Kustomization to a remote cluster; map it with the cluster name "+strings.TrimSpace(t.Cluster))
+	}
+	opts := render.DefaultOptions()
+	r, exists := detectRenderer(d.root, p)
+	if !exists {
+		t.Notes = append(t.Notes, fmt.Sprintf("path %s does not exist in this checkout", p))
+	}
+	if r == render.RendererPlain {
+		// kustomize-controller generates a kustomization of every manifest below
+		// the path.
+		opts.Plain.Recurse = true
+	}
+	opts.Renderer = r
+	opts.Namespace = s.TargetNamespace
+	k := &opts.Kustomize
+	k.Namespace = s.TargetNamespace
+	k.NamePrefix, k.NameSuffix = s.NamePrefix, s.NameSuffix
+	for _, img := range s.Images {
+		k.Images = append(k.Images, fluxImageString(img))
+	}
+	if cm := s.CommonMetadata; cm != nil {
+		k.CommonLabels, k.CommonAnnotations = cm.Labels, cm.Annotations
+	}
+	for _, pt := range s.Patches {
+		b, err := yaml.Marshal(pt)
+		if err != nil {
+			t.Skip = fmt.Sprintf("%s: patch: %v", m.where(), err)
+			return t, true
+		}
+		k.Patches = append(k.Patches, string(b))
+	}
+	for _, c := range s.Components {
+		cp, ok := cleanRel(p + "/" + c)
+		if !ok {
+			t.Skip = fmt.Sprintf("component %q leaves the repository", c)
+			t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %s", m.Name, t.Skip)))
+			return t, true
+		}
+		k.Components = append(k.Components, cp)
+	}
+	if r == render.RendererPlain && (k.NamePrefix != "" || k.NameSuffix != "" || len(k.Images) > 0 || len(k.Patches) > 0 || len(k.Components) > 0 || len(k.CommonLabels) > 0 || len(k.CommonAnnotations) > 0) {
+		opts.Renderer = render.RendererKustomize
+	}
+	t.Render = opts
+	if pb := s.PostBuild; pb != nil {
+		t.Substitute, t.Notes = d.fluxVars(pb, ns, fx, t.Notes)
+	}
+	return t, false
+}
+
+// fluxVars gathers postBuild variables: substituteFrom objects in order, then
+// substitute, which wins. Values from Secrets are replaced by a placeholder so they
+// can never reach a diff, a comment or a log.
+func (d *discovery) fluxVars(pb *fluxPostBuild, ns string, fx *fluxIndex, notes []string) (map[string]string, []string) {
+	vars := map[string]string{}
+	for _, ref := range pb.SubstituteFrom {
+		kind := ref.Kind
+		if kind == "" {
+			kind = "ConfigMap"
+		}
+		src := fx.lookup(kind, ns, ref.Name)
+		if src == nil {
+			opt := ""
+			if ref.Optional {
+				opt = " (optional)"
+			}
+			notes = append(notes, fmt.Sprintf("postBuild.substituteFrom %s %s%s is not in the repository: its variables are left empty, as Flux does when they are missing", kind, ref.Name, opt))
+			continue
+		}
+		data := stringData(src)
+		for _, name := range slices.Sorted(maps.Keys(data)) {
+			if kind == "Secret" {
+				vars[name] = secretPlaceholder(ref.Name, name)
+			} else {
+				vars[name] = data[name]
+			}
+		}
+		if kind == "Secret" {
+			notes = append(notes, fmt.Sprintf("postBuild.substituteFrom Secret %s: its values are substituted as hidden placeholders, so fields that use them show no real value", ref.Name))
+		}
+	}
+	maps.Copy(vars, pb.Substitute)
+	if len(vars) == 0 {
+		return nil, notes
+	}
+	return vars, notes
+}
+
+// secretPlaceholder stands in for a value read from a Secret.
+func secretPlaceholder(secret, key string) string {
+	return fmt.Sprintf("(hidden: Secret %s key %s)", secret, key)
+}
+
+// stringData reads a ConfigMap's data, or a Secret's data and stringData. Callers
+// must not show a Secret's values.
+func stringData(m *manifest) map[string]string {
+	out := map[string]string{}
+	if data, ok := m.Obj["data"].(map[string]any); ok {
+		for k, v := range data {
+			s, _ := v.(string)
+			if m.Kind == "Secret" {
+				if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+					s = string(b)
+				}
+			}
+			out[k] = s
+		}
+	}
+	if data, ok := m.Obj["stringData"].(map[string]any); ok && m.Kind == "Secret" {
+		for k, v := range data {
+			s, _ := v.(string)
+			out[k] = s
+		}
+	}
+	return out
+}
+
+func fluxImageString(img fluxImage) string {
+	s := img.Name
+	if img.NewName != "" {
+		s += "=" + img.NewName
+	}
+	if img.NewTag != "" {
+		s += ":" + img.NewTag
+	}
+	if img.Digest != "" {
+		s += "@" + img.Digest
+	}
+	return s
+}
+
+// fluxHelmReleaseSpec is the part of a Flux HelmRelease discovery reads.
+type fluxHelmReleaseSpec struct {
+	Spec struct {
+		ReleaseName     string `json:"releaseName"`
+		TargetNamespace string `json:"targetNamespace"`
+		Suspend         bool   `json:"suspend"`
+		Chart           *struct {
+			Spec struct {
+				Chart       string        `json:"chart"`
+				Version     string        `json:"version"`
+				SourceRef   fluxSourceRef `json:"sourceRef"`
+				ValuesFiles []string      `json:"valuesFiles"`
+			} `json:"spec"`
+		} `json:"chart"`
+		ChartRef   *fluxSourceRef `json:"chartRef"`
+		Values     map[string]any `json:"values"`
+		ValuesFrom []struct {
+			Kind       string `json:"kind"`
+			Name       string `json:"name"`
+			ValuesKey  string `json:"valuesKey"`
+			TargetPath string `json:"targetPath"`
+			Optional   bool   `json:"optional"`
+		} `json:"valuesFrom"`
+		Install *struct {
+			CRDs string `json:"crds"`
+		} `json:"install"`
+		Upgrade *struct {
+			Force bool `json:"force"`
+		} `json:"upgrade"`
+		DriftDetection *struct {
+			Mode string `json:"mode"`
+		} `json:"driftDetection"`
+	} `json:"spec"`
+}
+
+// fluxHelmRelease turns a HelmRelease into a Helm target; skipped is true when its
+// chart is neither in this repository nor vendored.
+func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target, skipped bool) {
+	ns := m.namespaceOr(defaultFluxNS)
+	key := render.ObjectKey{Group: groupFluxHelm, Kind: "HelmRelease", Namespace: ns, Name: m.Name}
+	ctrl := &diffing.Controller{Kind: "HelmRelease", Name: m.Name, Namespace: ns, Source: m.File}
+	t = config.Target{Name: m.Name, Controller: ctrl, Cluster: d.fluxCluster(m)}
+	notRendered := func(reason string) (config.Target, bool) {
+		t.Skip = reason
+		t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("HelmRelease %s is not rendered: %s", m.Name, reason)))
+		return t, true
+	}
+	var hr fluxHelmReleaseSpec
+	if err := m.decode(&hr); err != nil {
+		return notRendered(fmt.Sprintf("invalid HelmRelease: %v", err))
+	}
+	s := hr.Spec
+	selfHeal := s.DriftDetection != nil && s.DriftDetection.Mode == "enabled"
+	force := s.Upgrade != nil && s.Upgrade.Force
+	ctrl.AutoSync, ctrl.Prune, ctrl.SelfHeal, ctrl.Suspended, ctrl.Replace = !s.Suspend, true, selfHeal, s.Suspend, force
+	t.Sync = config.Sync{Prune: true, SelfHeal: selfHeal, Manager: managerFluxHR, Replace: force}
+	t.Namespace = firstNonEmpty(s.TargetNamespace, m.Namespace)
+	if s.Suspend {
+		t.Findings = append(t.Findings, diffing.Finding{
+			Rule: diffing.RuleSyncDisabled, Severity: diffing.DefaultSeverity[diffing.RuleSyncDisabled], Key: key,
+			Message: fmt.Sprintf("HelmRelease %s is suspended: this PR will not be applied until it is resumed.", m.Name),
+		})
+	}
+	if s.ChartRef != nil {
+		return notRendered(fmt.Sprintf("source outside this repo: chartRef %s %s", s.ChartRef.Kind, s.ChartRef.Name))
+	}
+	if s.Chart == nil || s.Chart.Spec.Chart == "" {
+		return notRendered("spec.chart.spec.chart is empty")
+	}
+	cs := s.Chart.Spec
+	opts := render.DefaultOptions()
+	opts.Renderer = render.RendererHelm
+	opts.Namespace = t.Namespace
+	if ok, src := d.thisRepoSource(cs.SourceRef, ns, fx); ok {
+		p, ok := cleanRel(cs.Chart)
+		if !ok {
+			return notRendered(fmt.Sprintf("chart path %q leaves the repository", cs.Chart))
+		}
+		t.Path = p
+		for _, f := range cs.ValuesFiles {
+			vf, ok := cleanRel(f)
+			if !ok {
+				return notRendered(fmt.Sprintf("values file %q leaves the repository", f))
+			}
+			opts.Helm.ValuesFiles = append(opts.Helm.ValuesFiles, vf)
+		}
+	} else {
+		vendored := "charts/" + path.Base(cs.Chart)
+		if r, ok := detectRenderer(d.root, vendored); !ok || r != render.RendererHelm {
+			return notRendered("source outside this repo: " + src)
+		}
+		t.Path = vendored
+		t.Notes = append(t.Notes, fmt.Sprintf("chart %s %s from %s is rendered from the vendored copy in %s", cs.Chart, cs.Version, src, vendored))
+		if len(cs.ValuesFiles) > 0 {
+			t.Notes = append(t.Notes, "spec.chart.spec.valuesFiles of a chart outside this repo are not read")
+		}
+	}
+	if _, exists := detectRenderer(d.root, t.Path); !exists {
+		t.Notes = append(t.Notes, fmt.Sprintf("chart path %s does not exist in this checkout", t.Path))
+	}
+	opts.Helm.ReleaseName = s.ReleaseName
+	if opts.Helm.ReleaseName == "" {
+		opts.Helm.ReleaseName = m.Name
+		if s.TargetNamespace != "" {
+			opts.Helm.ReleaseName = s.TargetNamespace + "-" + m.Name
+		}
+	}
+	opts.Helm.SkipCRDs = s.Install != nil && s.Install.CRDs == "Skip"
+	values := map[string]any{}
+	for _, vf := range s.ValuesFrom {
+		kind := firstNonEmpty(vf.Kind, "ConfigMap")
+		src := fx.lookup(kind, ns, vf.Name)
+		if src == nil {
+			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s is not in the repository: its values are not used", kind, vf.Name))
+			continue
+		}
+		vkey := firstNonEmpty(vf.ValuesKey, "values.yaml")
+		raw, ok := stringData(src)[vkey]
+		if !ok {
+			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s has no key %s: its values are not used", kind, vf.Name, vkey))
+			continue
+		}
+		if vf.TargetPath != "" {
+			v := raw
+			if kind == "Secret" {
+				v = secretPlaceholder(vf.Name, vkey)
+			}
+			if err := strvals.ParseIntoString(vf.TargetPath+"="+v, values); err != nil {
+				t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s targetPath %s: %v", kind, vf.Name, vf.TargetPath, err))
+			}
+			continue
+		}
+		var vals map[string]any
+		if err := yaml.Unmarshal([]byte(raw), &vals); err != nil {
+			// Never wrap the parse error of a Secret: it may quote the value.
+			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s key %s is not a YAML map: its values are not used", kind, vf.Name, vkey))
+			continue
+		}
+		if kind == "Secret" {
+			vals = hideLeaves(vals, vf.Name, vkey)
+			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom Secret %s: its values are passed to the chart as hidden placeholders", vf.Name))
+		}
+		values = deepMerge(values, vals)
+	}
+	values = deepMerge(values, s.Values)
+	if len(values) > 0 {
+		opts.Helm.Values = values
+	}
+	t.Render = opts
+	return t, false
+}
+
+// hideLeaves replaces every leaf value of Secret-sourced Helm values by a placeholder.
+func hideLeaves(v map[string]any, secret, key string) map[string]any {
+	out := make(map[string]any, len(v))
+	for k, e := range v {
+		if m, ok := e.(map[string]any); ok {
+			out[k] = hideLeaves(m, secret, key)
+			continue
+		}
+		out[k] = secretPlaceholder(secret, key)
+	}
+	return out
+}

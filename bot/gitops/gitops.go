@@ -1,0 +1,372 @@
+package gitops
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// RenderFunc renders one target of the checkout at root. Discover uses it to find
+// controller objects that other targets produce (app-of-apps, a Flux cluster
+// directory); the pipeline passes a wrapper around render.Render.
+type RenderFunc func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error)
+
+// Options configures Discover.
+type Options struct {
+	// RepoURLs are the URLs that mean "this repository": the host's clone URLs and
+	// the checkout's origin remote. They are compared loosely (scheme, user, .git
+	// suffix, trailing slash and scp-like git@host:owner/repo are ignored). When
+	// empty, Argo CD sources whose path exists in the checkout are taken to be
+	// this repository, and a note says so.
+	RepoURLs []string
+	// ClusterNames maps an Argo CD destination.server or destination.name, or a
+	// Flux clusters/<dir> directory name, to a cluster name of the server config.
+	ClusterNames map[string]string
+	// Renderer renders targets to find nested controller objects; nil disables
+	// that (only files in the repository are read) and a note says so.
+	Renderer RenderFunc
+	// Branch is the branch pull requests merge into (main when empty); an Argo CD
+	// targetRevision naming another branch, a tag or a commit gets a note, because
+	// the controller deploys that revision and not the merge.
+	Branch string
+	// MaxDepth bounds the rounds of rendering (app-of-apps of app-of-apps …).
+	MaxDepth int
+}
+
+// DefaultOptions allows five levels of nesting and no renderer.
+func DefaultOptions() Options { return Options{MaxDepth: 5} }
+
+// Result is what Discover found.
+type Result struct {
+	// Targets are to be rendered and compared, sorted by name.
+	Targets []config.Target
+	// NotRendered are controller objects driftpreview cannot render (source outside
+	// the repository, unsupported generator); each has Skip and a not-rendered
+	// Finding.
+	NotRendered []config.Target
+	// Notes are remarks about discovery as a whole, for the report.
+	Notes []string
+}
+
+// The API groups discovery reads.
+const (
+	groupArgo      = "argoproj.io"
+	groupFluxKS    = "kustomize.toolkit.fluxcd.io"
+	groupFluxHelm  = "helm.toolkit.fluxcd.io"
+	groupFluxSrc   = "source.toolkit.fluxcd.io"
+	defaultArgoNS  = "argocd"
+	defaultFluxNS  = "flux-system"
+	inClusterURL   = "https://kubernetes.default.svc"
+	inClusterName  = "in-cluster"
+	managerArgo    = "argocd-controller"
+	managerFluxKS  = "kustomize-controller"
+	managerFluxHR  = "helm-controller"
+	fluxSystemName = "flux-system"
+)
+
+// defaultNamespace is where each controller keeps objects that name no namespace.
+func defaultNamespace(group string) string {
+	switch {
+	case group == groupArgo:
+		return defaultArgoNS
+	case strings.HasSuffix(group, ".toolkit.fluxcd.io"):
+		return defaultFluxNS
+	}
+	return ""
+}
+
+// Discover finds the targets the GitOps controller objects in the checkout at root
+// describe. Problems with single objects become notes or not-rendered entries; an
+// error is returned only when the checkout cannot be read or ctx ends.
+func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = DefaultOptions().MaxDepth
+	}
+	found, notes, err := scanRepo(root)
+	if err != nil {
+		return nil, err
+	}
+	d := &discovery{root: root, opts: opts, repo: newRepoMatcher(opts.RepoURLs), seen: map[string]bool{}}
+	for _, m := range found {
+		d.add(m)
+	}
+	res := &Result{Notes: notes}
+	if len(opts.RepoURLs) == 0 {
+		res.Notes = append(res.Notes, "no repository URL is known (no origin remote): Argo CD sources whose path exists in this checkout are taken to be this repository")
+	}
+	rendered := map[string]bool{}
+	for depth := 0; ; depth++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("discovering GitOps targets: %w", err)
+		}
+		b := d.build()
+		if opts.Renderer == nil {
+			if len(b.targets) > 0 {
+				res.Notes = append(res.Notes, "no renderer given: Applications and Kustomizations produced by rendering other targets were not looked for")
+			}
+			break
+		}
+		var todo []config.Target
+		for _, t := range b.targets {
+			if k := renderKey(t); !rendered[k] {
+				rendered[k] = true
+				todo = append(todo, t)
+			}
+		}
+		if len(todo) == 0 {
+			break
+		}
+		if depth >= opts.MaxDepth {
+			res.Notes = append(res.Notes, fmt.Sprintf("stopped looking for nested GitOps objects after %d levels of rendering; targets %s were not searched", opts.MaxDepth, targetNames(todo)))
+			break
+		}
+		added := 0
+		for _, t := range todo {
+			set, err := opts.Renderer(ctx, root, t)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("discovering GitOps targets: rendering %s: %w", t.Name, ctx.Err())
+				}
+				res.Notes = append(res.Notes, fmt.Sprintf("target %s could not be rendered to look for nested GitOps objects: %v", t.Name, err))
+				continue
+			}
+			for _, m := range manifestsFromSet(set, t.Name, t.Cluster) {
+				if d.add(m) {
+					added++
+				}
+			}
+		}
+		if added == 0 {
+			break
+		}
+	}
+	b := d.build()
+	res.Targets, res.NotRendered = b.targets, b.notRendered
+	res.Notes = append(res.Notes, b.notes...)
+	return res, nil
+}
+
+// discovery holds every manifest found so far.
+type discovery struct {
+	root      string
+	opts      Options
+	repo      repoMatcher
+	seen      map[string]bool
+	manifests []*manifest
+}
+
+// add records m unless an object of the same identity is known; files in the
+// repository are added first and so win over rendered copies.
+func (d *discovery) add(m *manifest) bool {
+	id := m.identity()
+	if m.Parent != "" {
+		// A rendered copy of a file already read tells where it really goes: the
+		// cluster of the target that applies it, and the namespace that target
+		// sets.
+		for _, e := range d.manifests {
+			if e.Parent != "" || e.File != m.File || e.Kind != m.Kind || e.Name != m.Name || e.group() != m.group() {
+				continue
+			}
+			if e.Namespace != "" && e.Namespace != m.Namespace {
+				continue
+			}
+			changed := false
+			if e.Cluster == "" && m.Cluster != "" {
+				e.Cluster, changed = m.Cluster, true
+			}
+			if e.Namespace == "" && m.Namespace != "" {
+				delete(d.seen, e.identity())
+				e.Namespace, e.Obj, changed = m.Namespace, m.Obj, true
+				d.seen[e.identity()] = true
+			}
+			d.seen[id] = true
+			return changed
+		}
+	}
+	if d.seen[id] {
+		return false
+	}
+	d.seen[id] = true
+	d.manifests = append(d.manifests, m)
+	return true
+}
+
+// built is one pass of turning manifests into targets.
+type built struct {
+	targets     []config.Target
+	notRendered []config.Target
+	notes       []string
+	names       map[string]bool
+}
+
+// build turns the manifests found so far into targets. It is a pure function of
+// the manifests, so it can run again after each round of rendering.
+func (d *discovery) build() *built {
+	b := &built{names: map[string]bool{}}
+	fx := d.fluxIndex()
+	var apps []*manifest
+	for _, m := range d.manifests {
+		switch {
+		case m.group() == groupArgo && m.Kind == "ApplicationSet":
+			gen, nr, notes := d.expandAppSet(m)
+			apps = append(apps, gen...)
+			b.notRendered = append(b.notRendered, nr...)
+			b.notes = append(b.notes, notes...)
+		case m.group() == groupArgo && m.Kind == "Application":
+			apps = append(apps, m)
+		}
+	}
+	for _, m := range apps {
+		ts, nr := d.argoTargets(m)
+		b.targets = append(b.targets, ts...)
+		b.notRendered = append(b.notRendered, nr...)
+	}
+	for _, m := range d.manifests {
+		switch {
+		case m.group() == groupFluxKS && m.Kind == "Kustomization":
+			t, skipped := d.fluxKustomization(m, fx)
+			if skipped {
+				b.notRendered = append(b.notRendered, t)
+			} else {
+				b.targets = append(b.targets, t)
+			}
+		case m.group() == groupFluxHelm && m.Kind == "HelmRelease":
+			t, skipped := d.fluxHelmRelease(m, fx)
+			if skipped {
+				b.notRendered = append(b.notRendered, t)
+			} else {
+				b.targets = append(b.targets, t)
+			}
+		}
+	}
+	// Names are made unique in a stable order: targets first, by declaring file.
+	for i := range b.targets {
+		b.targets[i].Name = b.unique(b.targets[i])
+	}
+	for i := range b.notRendered {
+		b.notRendered[i].Name = b.unique(b.notRendered[i])
+	}
+	byName := func(a, c config.Target) int { return strings.Compare(a.Name, c.Name) }
+	slices.SortStableFunc(b.targets, byName)
+	slices.SortStableFunc(b.notRendered, byName)
+	return b
+}
+
+// unique gives t a name no other target has: its own, else name-cluster, else
+// name-namespace, else numbered.
+func (b *built) unique(t config.Target) string {
+	cands := []string{t.Name}
+	if t.Cluster != "" {
+		cands = append(cands, t.Name+"-"+t.Cluster)
+	}
+	if t.Controller != nil && t.Controller.Namespace != "" {
+		cands = append(cands, t.Name+"-"+t.Controller.Namespace)
+	}
+	for _, c := range cands {
+		if !b.names[c] {
+			b.names[c] = true
+			return c
+		}
+	}
+	for i := 2; ; i++ {
+		c := fmt.Sprintf("%s-%d", t.Name, i)
+		if !b.names[c] {
+			b.names[c] = true
+			return c
+		}
+	}
+}
+
+// renderKey identifies a render request, so each distinct target is rendered once.
+func renderKey(t config.Target) string {
+	return fmt.Sprintf("%s|%s|%s|%#v", t.Name, t.Path, t.Cluster, t.Render)
+}
+
+func targetNames(ts []config.Target) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// cleanRel turns a path from a controller object into a clean root-relative path;
+// ok is false when it leaves the checkout.
+func cleanRel(p string) (string, bool) {
+	p = strings.TrimSpace(p)
+	p = strings.TrimPrefix(p, "/")
+	p = path.Clean("./" + p)
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return p, false
+	}
+	return p, true
+}
+
+// detectRenderer picks the renderer the controllers pick for a directory: a
+// kustomization means kustomize, a Chart.yaml helm, anything else plain YAML.
+func detectRenderer(root, rel string) (render.Renderer, bool) {
+	dir := filepath.Join(root, filepath.FromSlash(rel))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return render.RendererAuto, false
+	}
+	for _, f := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return render.RendererKustomize, true
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil {
+		return render.RendererHelm, true
+	}
+	return render.RendererPlain, true
+}
+
+// clusterFor maps a destination or cluster directory to a server-config cluster name.
+func (d *discovery) clusterFor(keys ...string) (string, bool) {
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		if c, ok := d.opts.ClusterNames[k]; ok {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+// notRenderedFinding is the finding a NotRendered target carries.
+func notRenderedFinding(key render.ObjectKey, msg string) diffing.Finding {
+	return diffing.Finding{
+		Rule:     diffing.RuleNotRendered,
+		Severity: diffing.DefaultSeverity[diffing.RuleNotRendered],
+		Key:      key,
+		Message:  msg,
+	}
+}
+
+// deepMerge merges src over dst the way Helm merges values: maps merge, anything
+// else is replaced. dst is modified and returned.
+func deepMerge(dst, src map[string]any) map[string]any {
+	if dst == nil {
+		dst = map[string]any{}
+	}
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				dst[k] = deepMerge(dm, sm)
+				continue
+			}
+			dst[k] = deepMerge(map[string]any{}, sm)
+			continue
+		}
+		dst[k] = v
+	}
+	return dst
+}

@@ -1,0 +1,61 @@
+package gitops
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// fixtureRepo copies fixtures/repos/<name> into a new git repository with the given
+// origin and one commit, as a user's checkout would be.
+func fixtureRepo(t *testing.T, name, origin string) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "fixtures", "repos", name)
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatalf("copying fixture %s: %v", name, err)
+	}
+	git(t, dst, "init", "-q", "-b", "main")
+	git(t, dst, "remote", "add", "origin", origin)
+	git(t, dst, "add", "-A")
+	git(t, dst, "-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "fixture")
+	return dst
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// realRenderer is what the pipeline passes: the real render package.
+func realRenderer(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
+	return render.Render(ctx, root, t.Path, t.Render)
+}
+
+// writeFiles creates a small repository from path → content.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}

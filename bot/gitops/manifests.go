@@ -1,0 +1,244 @@
+package gitops
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// manifest is one object that matters to discovery: a controller object, a Flux
+// source, or a ConfigMap/Secret that substitution or valuesFrom may read.
+type manifest struct {
+	APIVersion string
+	Kind       string
+	Name       string
+	Namespace  string
+	Obj        map[string]any
+	// File is where it was declared (root-relative), Line its document's first line
+	// (0 when it came out of a render).
+	File string
+	Line int
+	// Parent is the target whose render produced it; empty for files in the repo.
+	Parent  string
+	Cluster string // the parent target's cluster, inherited by rendered children
+	// Generator names the ApplicationSet that generated an Application.
+	Generator string
+}
+
+// group is the API group of the manifest.
+func (m *manifest) group() string {
+	if i := strings.IndexByte(m.APIVersion, '/'); i >= 0 {
+		return m.APIVersion[:i]
+	}
+	return ""
+}
+
+// where names the manifest for notes and errors: file:line, or file (rendered by X).
+func (m *manifest) where() string {
+	switch {
+	case m.Parent != "":
+		return fmt.Sprintf("%s (rendered by target %s)", m.File, m.Parent)
+	case m.Line > 0:
+		return fmt.Sprintf("%s:%d", m.File, m.Line)
+	}
+	return m.File
+}
+
+// identity is the manifest's key for de-duplication, with the namespace its
+// controller would default to.
+func (m *manifest) identity() string {
+	return m.group() + "/" + m.Kind + "/" + m.namespaceOr(defaultNamespace(m.group())) + "/" + m.Name
+}
+
+func (m *manifest) namespaceOr(def string) string {
+	if m.Namespace != "" {
+		return m.Namespace
+	}
+	return def
+}
+
+// decode reads the manifest into a typed struct through JSON, naming the manifest in
+// the error.
+func (m *manifest) decode(into any) error {
+	b, err := json.Marshal(m.Obj)
+	if err != nil {
+		return fmt.Errorf("%s: encoding %s %s: %w", m.where(), m.Kind, m.Name, err)
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		return fmt.Errorf("%s: reading %s %s: %w", m.where(), m.Kind, m.Name, err)
+	}
+	return nil
+}
+
+// interesting says whether discovery needs an object of this group and kind.
+func interesting(apiVersion, kind string) bool {
+	g := apiVersion
+	if i := strings.IndexByte(g, '/'); i >= 0 {
+		g = g[:i]
+	} else {
+		g = ""
+	}
+	switch {
+	case g == groupArgo:
+		return kind == "Application" || kind == "ApplicationSet"
+	case strings.HasSuffix(g, ".toolkit.fluxcd.io"):
+		return true
+	case g == "":
+		return kind == "ConfigMap" || kind == "Secret"
+	}
+	return false
+}
+
+// maxScanBytes caps a file discovery reads, like render's per-file limit.
+const maxScanBytes = 10 << 20
+
+// scanRepo walks root for YAML files that may declare controller objects. It skips
+// .git, node_modules, symlinks and Helm chart directories (templates are not YAML;
+// charts that produce Applications are found by rendering).
+func scanRepo(root string) ([]*manifest, []string, error) {
+	var out []*manifest
+	var notes []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("walking %s: %w", p, err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if p == root {
+				return nil
+			}
+			switch d.Name() {
+			case ".git", "node_modules":
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "Chart.yaml")); err == nil {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil // symlinks and devices never leave the checkout
+		}
+		ext := path.Ext(rel)
+		if ext != ".yaml" && ext != ".yml" {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", rel, err)
+		}
+		if info.Size() > maxScanBytes {
+			notes = append(notes, fmt.Sprintf("%s is larger than %d bytes and was not searched for GitOps objects", rel, maxScanBytes))
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", rel, err)
+		}
+		if !bytes.Contains(b, []byte("argoproj.io")) && !bytes.Contains(b, []byte("fluxcd.io")) &&
+			!bytes.Contains(b, []byte("ConfigMap")) && !bytes.Contains(b, []byte("Secret")) {
+			return nil
+		}
+		ms, perr := parseManifests(rel, b)
+		if perr != nil {
+			// Only a file that looks like a GitOps object is worth a note: other
+			// YAML (CI config, templates) is none of discovery's business.
+			if bytes.Contains(b, []byte("argoproj.io")) || bytes.Contains(b, []byte("fluxcd.io")) {
+				notes = append(notes, fmt.Sprintf("%v: skipped while looking for GitOps objects", perr))
+			}
+		}
+		out = append(out, ms...)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("discovering GitOps objects in %s: %w", root, err)
+	}
+	return out, notes, nil
+}
+
+// parseManifests reads every YAML document of one file and keeps the interesting
+// ones. It returns what it could read together with the first error.
+func parseManifests(file string, b []byte) ([]*manifest, error) {
+	dec := yamlv3.NewDecoder(bytes.NewReader(b))
+	var out []*manifest
+	for {
+		var node yamlv3.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, &render.Error{File: file, Err: fmt.Errorf("parsing YAML: %w", err)}
+		}
+		var obj map[string]any
+		if err := node.Decode(&obj); err != nil {
+			continue // a list or scalar document: not an object
+		}
+		line := node.Line
+		if len(node.Content) > 0 {
+			line = node.Content[0].Line
+		}
+		if m := newManifest(obj); m != nil {
+			m.File, m.Line = file, line
+			out = append(out, m)
+		}
+	}
+}
+
+// newManifest wraps obj when discovery needs it; obj must be JSON-compatible.
+func newManifest(obj map[string]any) *manifest {
+	if obj == nil {
+		return nil
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if !interesting(apiVersion, kind) {
+		return nil
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	ns, _ := md["namespace"].(string)
+	if name == "" {
+		return nil
+	}
+	// Round-trip through JSON so every value is JSON-shaped (yaml.v3 gives ints
+	// and time.Time where JSON has float64 and strings).
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil
+	}
+	var clean map[string]any
+	if err := json.Unmarshal(b, &clean); err != nil {
+		return nil
+	}
+	return &manifest{APIVersion: apiVersion, Kind: kind, Name: name, Namespace: ns, Obj: clean}
+}
+
+// manifestsFromSet picks the interesting objects out of a target's render.
+func manifestsFromSet(set render.ObjectSet, parent, cluster string) []*manifest {
+	var out []*manifest
+	for _, o := range set.Objects {
+		if o.Obj == nil {
+			continue
+		}
+		m := newManifest(o.Obj.Object)
+		if m == nil {
+			continue
+		}
+		m.File, m.Parent, m.Cluster = o.Source, parent, cluster
+		out = append(out, m)
+	}
+	return out
+}
