@@ -66,7 +66,7 @@ func TestDiffChanges(t *testing.T) {
 			}
 		},
 		opts: func(o *Options) { o.Prune = false },
-		want: []string{},
+		want: []string{"info orphan ConfigMap/shop/legacy-flags"},
 		check: func(t *testing.T, got TargetReport) {
 			want := []string{
 				"deleted ConfigMap/shop/legacy-flags",

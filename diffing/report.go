@@ -87,6 +87,9 @@ const (
 	RuleControllerMissing Rule = "controller-missing"
 	// RuleNotRendered lists a target whose source lies outside the repository.
 	RuleNotRendered Rule = "not-rendered"
+	// RuleApplyError is an admission or validation rejection of a head object that
+	// is not about an immutable field: the sync fails until the manifest is fixed.
+	RuleApplyError Rule = "apply-error"
 )
 
 // DefaultSeverity is each rule's severity before policy.severity overrides it.
@@ -109,6 +112,7 @@ var DefaultSeverity = map[Rule]Severity{
 	RuleSyncDisabled:      SeverityWarning,
 	RuleControllerMissing: SeverityWarning,
 	RuleNotRendered:       SeverityInfo,
+	RuleApplyError:        SeverityError,
 }
 
 // Finding is one risk, stated as a sentence about one object. Message never holds a

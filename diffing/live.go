@@ -1,0 +1,219 @@
+package diffing
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// checkLive compares each head object with the live cluster: the live diff and
+// action, field-conflict and live-drift findings, and apply errors. It runs only
+// when the live state was read completely.
+func (d *differ) checkLive() {
+	live := d.in.Live
+	for _, ho := range d.in.Head.Objects {
+		k := ho.Key
+		c := d.changes[k]
+		lo := live.Objects[k]
+		pred, ok := live.Predictions[k]
+		if pred.Err != nil {
+			d.applyError(k, ho.Obj, lo, pred.Err)
+			c.LiveAction = ActionUnchanged
+			continue
+		}
+		predicted := pred.Object
+		if !ok || predicted == nil {
+			if lo != nil {
+				d.liveUnavailable(k, fmt.Sprintf("The merge's effect on the live object could not be predicted in cluster `%s`, so its live diff, conflicts and drift are missing.", d.clusterName()))
+				continue
+			}
+			predicted = ho.Obj // a create applies head as it is
+		}
+		diff, hidden, changed := d.objectDiff(k, lo, predicted, secretValues(lo), predictedSecretValues(lo, ho.Obj))
+		c.IgnoredLines += hidden
+		switch {
+		case lo == nil:
+			c.LiveAction = ActionCreated
+		case changed:
+			c.LiveAction = ActionModified
+		default:
+			c.LiveAction = ActionUnchanged
+		}
+		if changed {
+			c.LiveDiff = diff
+		}
+		if lo == nil {
+			continue
+		}
+		for _, cf := range pred.Conflicts {
+			d.conflict(k, cf)
+		}
+		d.scanDrift(k, lo, ho.Obj)
+	}
+}
+
+// predictedSecretValues is what a Secret holds after head is applied onto live:
+// live's values with head's over them. It lets a masked live diff say which keys
+// change without Prediction.Object carrying values.
+func predictedSecretValues(live, head *unstructured.Unstructured) map[string]string {
+	if !isSecret(head) {
+		return nil
+	}
+	out := secretValues(live)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range secretValues(head) {
+		out[k] = v
+	}
+	return out
+}
+
+// conflict turns one apply conflict into a field-conflict or, for a human
+// manager, a live-drift finding.
+func (d *differ) conflict(k render.ObjectKey, cf Conflict) {
+	if cf.Manager == d.opts.Manager {
+		return
+	}
+	if HumanManager(cf.Manager, d.opts.HumanManagers) {
+		base := d.base[k]
+		if base != nil {
+			if bv, ok := getPath(base.Obj.Object, cf.Path); ok && valuesEqual(bv, cf.Live) {
+				return // live still holds what base set: the PR changes it, not drift
+			}
+		}
+		d.drift(k, cf.Path, cf.Manager, cf.Time, cf.Live, cf.Head)
+		return
+	}
+	if valuesEqual(cf.Live, cf.Head) {
+		return
+	}
+	id := k.String() + "\x00" + cf.Path
+	if d.reported[id] {
+		return
+	}
+	d.reported[id] = true
+	owner := code(cf.Manager)
+	if desc := describeManager(cf.Manager, cf.Path); desc != "" && desc != cf.Manager {
+		owner += " (" + desc + ")"
+	}
+	values := fmt.Sprintf("The PR sets %s and live is %s", code(formatValue(cf.Head)), code(formatValue(cf.Live)))
+	if isSecretKey(k) {
+		values = "The PR sets another value than live (values hidden)"
+	}
+	d.add(Finding{
+		Rule: RuleFieldConflict, Key: k, Path: cf.Path, Manager: cf.Manager, Since: cf.Time,
+		Message: fmt.Sprintf("%s is owned by %s. %s, so the two controllers will fight.", code(cf.Path), owner, values),
+	})
+}
+
+// drift reports a live-drift finding and marks the change as reverting it.
+func (d *differ) drift(k render.ObjectKey, path, manager string, at *time.Time, liveVal, headVal any) {
+	id := k.String() + "\x00" + path
+	if d.reported[id] {
+		return
+	}
+	d.reported[id] = true
+	when := ""
+	if at != nil {
+		when = " on " + at.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	var msg string
+	if isSecretKey(k) {
+		msg = fmt.Sprintf("%s was changed by %s%s (values hidden). This merge reverts it.", code(path), code(manager), when)
+	} else {
+		msg = fmt.Sprintf("%s was changed to %s by %s%s. This merge reverts it to %s.",
+			code(path), code(formatValue(liveVal)), code(manager), when, code(formatValue(headVal)))
+	}
+	d.add(Finding{Rule: RuleLiveDrift, Key: k, Path: path, Manager: manager, Since: at, Message: msg})
+	d.changes[k].RevertsDrift = true
+}
+
+// scanDrift finds fields where live differs from what base set, owned live by a
+// human manager, that head sets to another value than live: hand edits that the
+// merge reverts even when the apply reports no conflict (a forced apply, dry-run).
+func (d *differ) scanDrift(k render.ObjectKey, live, head *unstructured.Unstructured) {
+	base := d.base[k]
+	if base == nil {
+		return
+	}
+	var paths []string
+	leafDiffs(Normalize(base.Obj).Object, Normalize(live).Object, nil, &paths)
+	if len(paths) == 0 {
+		return
+	}
+	owners := fieldOwners(live)
+	for _, p := range paths {
+		if strings.HasPrefix(p, "/metadata/managedFields") {
+			continue
+		}
+		var human *owner
+		for _, o := range ownersOf(owners, p) {
+			if HumanManager(o.Manager, d.opts.HumanManagers) && (human == nil || later(o.Time, human.Time)) {
+				human = &o
+			}
+		}
+		if human == nil {
+			continue
+		}
+		hv, inHead := getPath(head.Object, p)
+		lv, _ := getPath(live.Object, p)
+		if !inHead || valuesEqual(hv, lv) {
+			continue // the merge keeps the hand edit, or no longer sets the field
+		}
+		d.drift(k, p, human.Manager, human.Time, lv, hv)
+	}
+}
+
+func later(a, b *time.Time) bool {
+	return a != nil && (b == nil || a.After(*b))
+}
+
+// applyError reports an error the API returns for applying head: immutable-field
+// when it refuses to update a field, apply-error for other rejections.
+func (d *differ) applyError(k render.ObjectKey, head, live *unstructured.Unstructured, err error) {
+	text := oneLine(scrubSecrets(err.Error(), head, live))
+	if !immutableError(text) {
+		d.add(Finding{Rule: RuleApplyError, Key: k, Message: fmt.Sprintf(
+			"The API rejects the object (%s), so the sync will fail until the manifest is fixed.", text)})
+		return
+	}
+	if slices.ContainsFunc(d.found, func(f Finding) bool { return f.Rule == RuleImmutableField && f.Key == k }) {
+		return
+	}
+	d.immutableFinding(k, errorPath(text), fmt.Sprintf("The API refuses the update (%s)", text))
+}
+
+// immutableError reports whether an API error says a field cannot be updated.
+func immutableError(text string) bool {
+	l := strings.ToLower(text)
+	return strings.Contains(l, "immutable") ||
+		(strings.Contains(text, "Forbidden: updates to") && strings.Contains(text, "are forbidden")) ||
+		strings.Contains(text, "Forbidden: spec is immutable")
+}
+
+// errorPath pulls the field out of an API validation error ("spec.selector:
+// Invalid value: …") as a JSON pointer, or "".
+func errorPath(text string) string {
+	for _, marker := range []string{": Invalid value", ": Forbidden"} {
+		i := strings.Index(text, marker)
+		if i < 0 {
+			continue
+		}
+		field := text[:i]
+		if j := strings.LastIndexAny(field, " :"); j >= 0 {
+			field = field[j+1:]
+		}
+		field = strings.NewReplacer("[", ".", "]", "").Replace(field)
+		if field == "" || strings.ContainsAny(field, "\"'") {
+			return ""
+		}
+		return joinPointer(strings.Split(field, "."))
+	}
+	return ""
+}

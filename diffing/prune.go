@@ -1,0 +1,407 @@
+package diffing
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// checkRemoved reports what happens to objects removed from git: prune,
+// prune-stateful, orphan, rename, prune-cascade and data-loss. The scope is every
+// key in base, plus every live key tracked as this target's, that head lacks.
+func (d *differ) checkRemoved() {
+	var gone []render.ObjectKey
+	for k := range d.base {
+		if _, ok := d.head[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	if d.liveOK {
+		for k, tracked := range d.in.Live.Tracked {
+			_, inBase := d.base[k]
+			_, inHead := d.head[k]
+			if tracked && !inBase && !inHead && d.in.Live.Objects[k] != nil {
+				gone = append(gone, k)
+			}
+		}
+	}
+	slices.SortFunc(gone, render.ObjectKey.Compare)
+	renames := d.detectRenames(gone)
+
+	for _, k := range gone {
+		var live *unstructured.Unstructured
+		if d.liveOK {
+			live = d.in.Live.Objects[k]
+		}
+		c := d.changes[k]
+		if c == nil {
+			// Tracked live but in neither render: the merge still prunes it.
+			c = &Change{Key: k, Action: ActionDeleted}
+			d.changes[k] = c
+		}
+		if d.liveOK && live == nil {
+			// Not in the cluster: removing it from git deletes nothing.
+			c.LiveAction = ActionUnchanged
+			continue
+		}
+		var baseObj *unstructured.Unstructured
+		if b := d.base[k]; b != nil {
+			baseObj = b.Obj
+		}
+		newKey, renamed := renames[k]
+		stateful := Stateful(k.GroupKind(), d.opts.StatefulKinds)
+		if renamed {
+			d.renameFinding(k, newKey, stateful)
+		}
+		protect := protection(baseObj)
+		if protect == "" {
+			protect = protection(live)
+		}
+		if !d.opts.Prune || protect != "" {
+			msg := "Removed from git, but prune is off: it keeps running unmanaged."
+			if d.opts.Prune {
+				msg = fmt.Sprintf("Removed from git, but %s protects it from prune: it keeps running unmanaged.", protect)
+			}
+			d.add(Finding{Rule: RuleOrphan, Key: k, Message: msg})
+			if live != nil {
+				c.LiveAction = ActionUnchanged
+			}
+			continue
+		}
+		rule := RulePrune
+		if stateful {
+			rule = RulePruneStateful
+		}
+		msg := fmt.Sprintf("Removed from git while prune is on: %s deletes it.", d.who())
+		if renamed {
+			msg = fmt.Sprintf("Removed from git while prune is on: %s deletes it and creates %s in its place, so this is a delete and a create, not a move.",
+				d.who(), code(keyRef(newKey)))
+		}
+		if stateful && k.Kind == "PersistentVolumeClaim" && k.Group == "" {
+			msg = strings.TrimSuffix(msg, ".") + ", and the claim's volume is released."
+		}
+		d.add(Finding{Rule: rule, Key: k, Message: msg})
+		if live != nil {
+			c.LiveAction = ActionDeleted
+			c.LiveDiff, _, _ = d.objectDiff(k, live, nil, nil, nil)
+		}
+		d.cascade(k)
+		if k.Group == "" && k.Kind == "PersistentVolumeClaim" {
+			verb := "Pruned"
+			if renamed {
+				verb = "Pruned by the rename"
+			}
+			d.dataLoss(k, verb)
+		}
+	}
+}
+
+// protection names the annotation that keeps obj from being pruned, or "".
+func protection(obj *unstructured.Unstructured) string {
+	if obj == nil {
+		return ""
+	}
+	ann := obj.GetAnnotations()
+	labels := obj.GetLabels()
+	switch {
+	case strings.Contains(ann["argocd.argoproj.io/sync-options"], "Prune=false"):
+		return code("argocd.argoproj.io/sync-options: Prune=false")
+	case ann["kustomize.toolkit.fluxcd.io/prune"] == "disabled":
+		return code("kustomize.toolkit.fluxcd.io/prune: disabled")
+	case labels["kustomize.toolkit.fluxcd.io/prune"] == "disabled":
+		return code("kustomize.toolkit.fluxcd.io/prune: disabled")
+	case ann["helm.sh/resource-policy"] == "keep":
+		return code("helm.sh/resource-policy: keep")
+	}
+	return ""
+}
+
+// cascade reports prune-cascade for a pruned Namespace or CRD with live children.
+func (d *differ) cascade(k render.ObjectKey) {
+	isNS := k.Group == "" && k.Kind == "Namespace"
+	isCRD := k.Group == "apiextensions.k8s.io" && k.Kind == "CustomResourceDefinition"
+	if !d.liveOK || (!isNS && !isCRD) {
+		return
+	}
+	ch, ok := d.in.Live.Children[k]
+	if !ok || ch.Total <= 0 {
+		return
+	}
+	kinds := slices.Collect(maps.Keys(ch.ByKind))
+	statefulKind := func(kind string) bool {
+		for _, gk := range append(slices.Clone(statefulKinds), d.opts.StatefulKinds...) {
+			if gk.Kind == kind {
+				return true
+			}
+		}
+		return false
+	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		sa, sb := statefulKind(a), statefulKind(b)
+		if sa != sb {
+			if sa {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(ch.ByKind[b], ch.ByKind[a]), strings.Compare(a, b))
+	})
+	var parts []string
+	listed := 0
+	for _, kind := range kinds {
+		n := ch.ByKind[kind]
+		if n <= 0 {
+			continue
+		}
+		if len(parts) == 4 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", n, plural(kind, n)))
+		listed += n
+	}
+	if rest := ch.Total - listed; rest > 0 && len(parts) > 0 {
+		parts = append(parts, fmt.Sprintf("%d other %s", rest, plural("object", rest)))
+	}
+	what := fmt.Sprintf("the %d %s in the namespace", ch.Total, plural("object", ch.Total))
+	if isCRD {
+		what = fmt.Sprintf("all %d of its custom %s", ch.Total, plural("resource", ch.Total))
+	}
+	msg := fmt.Sprintf("Pruning it deletes %s too", what)
+	if len(parts) > 0 {
+		msg += ": " + joinAnd(parts, len(parts))
+	}
+	d.add(Finding{Rule: RulePruneCascade, Key: k, Message: msg + "."})
+}
+
+// plural gives an English plural of a kind for counts ("2 NetworkPolicies").
+func plural(word string, n int) string {
+	if n == 1 {
+		return word
+	}
+	switch {
+	case strings.HasSuffix(word, "ss"), strings.HasSuffix(word, "x"), strings.HasSuffix(word, "ch"):
+		return word + "es"
+	case strings.HasSuffix(word, "s"):
+		return word
+	case strings.HasSuffix(word, "y") && !strings.HasSuffix(word, "ay") && !strings.HasSuffix(word, "ey"):
+		return word[:len(word)-1] + "ies"
+	}
+	return word + "s"
+}
+
+// dataLoss reports data-loss when the PVC's bound volume is deleted with it.
+func (d *differ) dataLoss(k render.ObjectKey, verb string) {
+	if !d.liveOK {
+		return
+	}
+	pv := d.in.Live.Volumes[k]
+	if pv == nil {
+		return
+	}
+	policy, _, _ := unstructured.NestedString(pv.Object, "spec", "persistentVolumeReclaimPolicy")
+	if policy != "Delete" {
+		return
+	}
+	size, _, _ := unstructured.NestedString(pv.Object, "spec", "capacity", "storage")
+	if size == "" {
+		size = "unknown size"
+	}
+	d.add(Finding{Rule: RuleDataLoss, Key: k, Message: fmt.Sprintf(
+		"%s: its volume %s (%s) has reclaimPolicy Delete, so the data on it is destroyed.", verb, code(pv.GetName()), size)})
+}
+
+// renameFinding reports that old looks renamed to newKey.
+func (d *differ) renameFinding(old, newKey render.ObjectKey, stateful bool) {
+	f := Finding{Rule: RuleRename, Key: old}
+	consequence := fmt.Sprintf("%s deletes the old object and creates a new one, so anything that uses the old name breaks", d.who())
+	if !d.opts.Prune {
+		consequence = "with prune off, the old object keeps running unmanaged next to the new one"
+	}
+	if stateful {
+		f.Severity = SeverityError
+		if d.opts.Prune {
+			consequence += ", and its data does not move to the new one"
+		}
+	}
+	f.Message = fmt.Sprintf("Looks renamed to %s: %s.", code(keyRef(newKey)), consequence)
+	d.add(f)
+}
+
+// maxRenamePairs caps the pairs compared per kind; beyond it only pairs whose
+// names share a part are compared, so a huge PR stays fast.
+const maxRenamePairs = 2500
+
+// renameThreshold is the share of equal lines above which a deleted and a created
+// object of one kind count as the same object renamed.
+const renameThreshold = 0.9
+
+// detectRenames pairs removed keys with created keys of the same kind whose
+// content, without names and with references renamed alike, is near-equal.
+func (d *differ) detectRenames(gone []render.ObjectKey) map[render.ObjectKey]render.ObjectKey {
+	created := map[schema.GroupKind][]render.ObjectKey{}
+	for k := range d.head {
+		if _, ok := d.base[k]; !ok {
+			created[k.GroupKind()] = append(created[k.GroupKind()], k)
+		}
+	}
+	names := map[string]bool{}
+	for k := range d.base {
+		names[k.Name] = true
+	}
+	type pair struct {
+		old, new render.ObjectKey
+		score    float64
+		affix    int
+	}
+	var pairs []pair
+	byKind := map[schema.GroupKind][]render.ObjectKey{}
+	for _, k := range gone {
+		byKind[k.GroupKind()] = append(byKind[k.GroupKind()], k)
+	}
+	for gk, olds := range byKind {
+		news := created[gk]
+		slices.SortFunc(news, render.ObjectKey.Compare)
+		many := len(olds)*len(news) > maxRenamePairs
+		for _, o := range olds {
+			oldObj := d.oldVersion(o)
+			if oldObj == nil {
+				continue
+			}
+			for _, n := range news {
+				cp, cs := commonAffix(o.Name, n.Name)
+				if many && cp+cs < 3 {
+					continue
+				}
+				score := renameSimilarity(oldObj, d.head[n].Obj, o.Name, n.Name, names)
+				if score >= renameThreshold {
+					pairs = append(pairs, pair{o, n, score, cp + cs})
+				}
+			}
+		}
+	}
+	slices.SortFunc(pairs, func(a, b pair) int {
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.affix, a.affix),
+			a.old.Compare(b.old), a.new.Compare(b.new))
+	})
+	out := map[render.ObjectKey]render.ObjectKey{}
+	usedNew := map[render.ObjectKey]bool{}
+	for _, p := range pairs {
+		if _, ok := out[p.old]; ok || usedNew[p.new] {
+			continue
+		}
+		out[p.old] = p.new
+		usedNew[p.new] = true
+	}
+	return out
+}
+
+// oldVersion is a removed object as base rendered it, or as it is live.
+func (d *differ) oldVersion(k render.ObjectKey) *unstructured.Unstructured {
+	if b := d.base[k]; b != nil {
+		return b.Obj
+	}
+	if d.liveOK {
+		return d.in.Live.Objects[k]
+	}
+	return nil
+}
+
+// commonAffix gives the lengths of the common prefix and suffix of two names,
+// not overlapping.
+func commonAffix(a, b string) (int, int) {
+	cp := 0
+	for cp < len(a) && cp < len(b) && a[cp] == b[cp] {
+		cp++
+	}
+	cs := 0
+	for cs < len(a)-cp && cs < len(b)-cp && a[len(a)-1-cs] == b[len(b)-1-cs] {
+		cs++
+	}
+	return cp, cs
+}
+
+// renameSimilarity compares an old and a new object the way a rename leaves them:
+// without metadata.name and namespace, and with the old side's references to
+// other objects' names (and a bare release name) renamed the way this name was.
+func renameSimilarity(oldObj, newObj *unstructured.Unstructured, oldName, newName string, names map[string]bool) float64 {
+	on, nn := Normalize(oldObj), Normalize(newObj)
+	for _, u := range []*unstructured.Unstructured{on, nn} {
+		unstructured.RemoveNestedField(u.Object, "metadata", "name")
+		unstructured.RemoveNestedField(u.Object, "metadata", "namespace")
+	}
+	rename := nameTransform(oldName, newName)
+	cp, cs := commonAffix(oldName, newName)
+	oldMid := strings.Trim(oldName[cp:len(oldName)-cs], "-.")
+	newMid := strings.Trim(newName[cp:len(newName)-cs], "-.")
+	on.Object = mapStrings(on.Object, func(s string) string {
+		switch {
+		case names[s]:
+			return rename(s)
+		case oldMid != "" && s == oldMid:
+			return newMid
+		}
+		return s
+	}).(map[string]any)
+	return similarity(toYAML(on), toYAML(nn))
+}
+
+// nameTransform derives from one rename the function that renames other names
+// alike: a changed prefix (kustomize namePrefix, Helm release), a changed suffix
+// (nameSuffix), or a changed middle part.
+func nameTransform(oldName, newName string) func(string) string {
+	cp, cs := commonAffix(oldName, newName)
+	oldMid, newMid := oldName[cp:len(oldName)-cs], newName[cp:len(newName)-cs]
+	switch {
+	case oldName == newName:
+		return func(s string) string { return s }
+	case cp == 0:
+		return func(s string) string {
+			if strings.HasPrefix(s, oldMid) {
+				return newMid + s[len(oldMid):]
+			}
+			return s
+		}
+	case cs == 0:
+		return func(s string) string {
+			if strings.HasSuffix(s, oldMid) {
+				return s[:len(s)-len(oldMid)] + newMid
+			}
+			return s
+		}
+	}
+	return func(s string) string {
+		if oldMid != "" {
+			return strings.Replace(s, oldMid, newMid, 1)
+		}
+		return s
+	}
+}
+
+// mapStrings returns a copy of v with every string value (not map keys) passed
+// through f.
+func mapStrings(v any, f func(string) string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = mapStrings(e, f)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = mapStrings(e, f)
+		}
+		return out
+	case string:
+		return f(x)
+	}
+	return v
+}

@@ -1,5 +1,0 @@
-package diffing
-
-func (d *differ) checkLive()      {}
-func (d *differ) checkImmutable() {}
-func (d *differ) checkRemoved()   {}
