@@ -1,0 +1,32 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/driftpreview/driftpreview/diffing"
+)
+
+// DiffOptions builds the diffing options for one target: the target's sync settings
+// (prune, replace, field manager), the global policy, stateful kinds and human
+// managers, and the global ignore rules followed by the target's own. now is the
+// time ignore-rule expiry is judged against. Slices and maps are copied, so diffing
+// may not change the Config through them. A nil Config gives the defaults.
+func (c *Config) DiffOptions(t Target, now time.Time) diffing.Options {
+	o := diffing.DefaultOptions()
+	o.Now = now
+	o.Prune = t.Sync.Prune
+	o.Replace = t.Sync.Replace
+	if t.Sync.Manager != "" {
+		o.Manager = t.Sync.Manager
+	}
+	if c != nil {
+		o.StatefulKinds = slices.Clone(c.StatefulKinds)
+		o.HumanManagers = slices.Clone(c.HumanManagers)
+		o.Policy = diffing.Policy{Fail: slices.Clone(c.Policy.Fail), Severity: maps.Clone(c.Policy.Severity)}
+		o.Ignore = slices.Clone(c.Ignore)
+	}
+	o.Ignore = append(o.Ignore, t.Ignore...)
+	return o
+}
