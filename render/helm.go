@@ -1,0 +1,332 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	"helm.sh/helm/v4/pkg/ignore"
+)
+
+// errNoDNS is what getHostByName gives: a render must not depend on the network.
+var errNoDNS = errors.New("getHostByName is disabled: driftpreview renders charts without network access; pass the address as a value instead")
+
+// renderHelm renders the chart in dir the way `helm template` does, but from files
+// read through the sandbox, with dependencies only from the vendored charts/
+// folder, no lookup results and no DNS.
+func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Options) (ObjectSet, error) {
+	ch, err := loadChart(ctx, sb, dir)
+	if err != nil {
+		return ObjectSet{}, err
+	}
+	if err := checkVendored(sb, dir, ch); err != nil {
+		return ObjectSet{}, err
+	}
+
+	vals := map[string]any{}
+	for _, vf := range opts.Helm.ValuesFiles {
+		data, err := sb.readFile(vf)
+		if err != nil {
+			return ObjectSet{}, fmt.Errorf("reading values file: %w", err)
+		}
+		docs, err := DecodeYAML(data, vf)
+		if err != nil {
+			return ObjectSet{}, err
+		}
+		for _, d := range docs {
+			m, ok := d.Value.(map[string]any)
+			if !ok {
+				return ObjectSet{}, &Error{File: vf, Line: d.Line, Err: errors.New("a values file must be a YAML mapping")}
+			}
+			vals = mergeValues(vals, m)
+		}
+	}
+	vals = mergeValues(vals, copyValues(opts.Helm.Values))
+
+	ns := opts.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	caps := common.DefaultCapabilities.Copy()
+	kv, err := common.ParseKubeVersion(opts.Helm.KubeVersion)
+	if err != nil {
+		return ObjectSet{}, fmt.Errorf("rendering %s: kube version %q: %w", dir, opts.Helm.KubeVersion, err)
+	}
+	caps.KubeVersion = *kv
+	chartFile := path.Join(dir, "Chart.yaml")
+	if c := ch.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, kv.String()) {
+		return ObjectSet{}, &Error{File: chartFile, Line: lineOf(sb, chartFile, "kubeVersion:"), Err: fmt.Errorf("the chart requires Kubernetes %s, but renders against %s; set the target's helm.kubeVersion", c, kv.String())}
+	}
+	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
+		return ObjectSet{}, &Error{File: chartFile, Err: fmt.Errorf("processing dependencies: %w", err)}
+	}
+	// Schema validation is skipped: values.schema.json may $ref URLs, and a render
+	// never touches the network.
+	rvals, err := util.ToRenderValuesWithSchemaValidation(ch, vals,
+		common.ReleaseOptions{Name: release, Namespace: ns, Revision: 1, IsInstall: true}, caps, true)
+	if err != nil {
+		return ObjectSet{}, &Error{File: dir, Err: fmt.Errorf("preparing values: %w", err)}
+	}
+	eng := engine.Engine{
+		CustomTemplateFuncs: map[string]any{
+			"getHostByName": func(string) (string, error) { return "", errNoDNS },
+		},
+	}
+	// Without a client provider, lookup is helm's placeholder that returns an
+	// empty map, as in `helm template`.
+	out, err := eng.RenderWithContext(ctx, ch, rvals)
+	if err != nil {
+		return ObjectSet{}, templateError(dir, err)
+	}
+
+	var set ObjectSet
+	var all []parsedObject
+	if !opts.Helm.SkipCRDs {
+		for _, crd := range ch.CRDObjects() {
+			objs, notes, err := parse(crd.File.Data, crd.Filename)
+			if err != nil {
+				return ObjectSet{}, relocate(dir, err)
+			}
+			all = append(all, objs...)
+			set.Notes = append(set.Notes, notes...)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(out)) {
+		if strings.HasSuffix(name, "NOTES.txt") || strings.HasPrefix(path.Base(name), "_") {
+			continue
+		}
+		content := out[name]
+		if err := sb.charge(name, int64(len(content))); err != nil {
+			return ObjectSet{}, relocate(dir, err)
+		}
+		if strings.TrimSpace(content) == "" {
+			continue
+		}
+		objs, notes, err := parse([]byte(content), name)
+		if err != nil {
+			var re *Error
+			if errors.As(err, &re) && re.Line > 0 {
+				// The line is in the rendered output, not in the template.
+				return ObjectSet{}, &Error{File: chartPath(dir, name), Err: fmt.Errorf("rendered output line %d: %w", re.Line, re.Err)}
+			}
+			return ObjectSet{}, relocate(dir, err)
+		}
+		all = append(all, objs...)
+		set.Notes = append(set.Notes, notes...)
+	}
+	if err := duplicates(all); err != nil {
+		return ObjectSet{}, err
+	}
+	for _, o := range all {
+		set.Objects = append(set.Objects, o.Object)
+	}
+	return set, nil
+}
+
+// chartPath maps a helm file name ("mychart/templates/x.yaml") to the file in the
+// checkout ("apps/mychart/templates/x.yaml").
+func chartPath(dir, name string) string {
+	_, rest, ok := strings.Cut(name, "/")
+	if !ok {
+		return path.Join(dir, name)
+	}
+	return path.Join(dir, rest)
+}
+
+// relocate rewrites an *Error's chart-relative file to the checkout-relative one.
+func relocate(dir string, err error) error {
+	var re *Error
+	if errors.As(err, &re) {
+		return &Error{File: chartPath(dir, re.File), Line: re.Line, Err: re.Err}
+	}
+	return err
+}
+
+var tplPos = regexp.MustCompile(`([^\s:"()]+\.(?:yaml|yml|tpl|txt|json)):(\d+)(?::\d+)?`)
+
+// templateError turns a helm template error into an *Error at the template file and
+// line it names.
+func templateError(dir string, err error) error {
+	msg := err.Error()
+	if m := tplPos.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[2])
+		return &Error{File: chartPath(dir, m[1]), Line: line, Err: fmt.Errorf("rendering template: %s", cleanTemplateMsg(msg))}
+	}
+	return &Error{File: dir, Err: fmt.Errorf("rendering chart: %s", cleanTemplateMsg(msg))}
+}
+
+func cleanTemplateMsg(msg string) string {
+	msg = strings.ReplaceAll(msg, "HELM_ERR_START", "")
+	msg = strings.ReplaceAll(msg, "HELM_ERR_END", "")
+	return strings.TrimSpace(msg)
+}
+
+// loadChart reads the chart's files through the sandbox, honouring .helmignore,
+// and lets helm assemble them.
+func loadChart(ctx context.Context, sb *sandbox, dir string) (*chart.Chart, error) {
+	rules := ignore.Empty()
+	ignoreFile := path.Join(dir, ignore.HelmIgnore)
+	if _, err := sb.stat(ignoreFile); err == nil {
+		data, err := sb.readFile(ignoreFile)
+		if err != nil {
+			return nil, err
+		}
+		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
+			return nil, &Error{File: ignoreFile, Err: fmt.Errorf("parsing: %w", err)}
+		}
+	}
+	rules.AddDefaults()
+
+	var files []*archive.BufferedFile
+	err := fs.WalkDir(sb.fsys(), dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return sb.explain(p, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		n := p
+		if dir != "." {
+			n = p[len(dir)+1:]
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return sb.explain(p, err)
+		}
+		if d.IsDir() {
+			if rules.Ignore(n, fi) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if rules.Ignore(n, fi) {
+			return nil
+		}
+		data, err := sb.readFile(p)
+		if err != nil {
+			return err
+		}
+		// Templates are not YAML yet; everything else that is YAML is parsed by
+		// helm, so refuse bombs before it sees them.
+		if hasExt(n, ".yaml", ".yml") && !isTemplate(n) {
+			if err := checkYAML(data, p); err != nil {
+				return err
+			}
+		}
+		files = append(files, &archive.BufferedFile{Name: n, ModTime: fi.ModTime(), Data: bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, loadError(dir, err)
+	}
+	if ch.Metadata == nil {
+		return nil, &Error{File: path.Join(dir, "Chart.yaml"), Err: errors.New("chart has no Chart.yaml")}
+	}
+	return ch, nil
+}
+
+func isTemplate(n string) bool {
+	return strings.HasPrefix(n, "templates/") || strings.Contains(n, "/templates/")
+}
+
+var loadFile = regexp.MustCompile(`cannot load ([^\s:]+)`)
+var loadLine = regexp.MustCompile(`line (\d+)`)
+
+// loadError places a chart loading error on the file it names.
+func loadError(dir string, err error) error {
+	msg := err.Error()
+	file := path.Join(dir, "Chart.yaml")
+	if m := loadFile.FindStringSubmatch(msg); m != nil {
+		file = path.Join(dir, m[1])
+	}
+	line := 0
+	if m := loadLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+	}
+	return &Error{File: file, Line: line, Err: fmt.Errorf("loading chart: %w", err)}
+}
+
+// checkVendored fails when Chart.yaml lists a dependency that charts/ does not
+// hold: a render never downloads one.
+func checkVendored(sb *sandbox, dir string, ch *chart.Chart) error {
+	have := map[string]bool{}
+	for _, d := range ch.Dependencies() {
+		have[d.Name()] = true
+	}
+	for _, d := range ch.Metadata.Dependencies {
+		if d == nil || have[d.Name] {
+			continue
+		}
+		file := path.Join(dir, "Chart.yaml")
+		return &Error{File: file, Line: lineOf(sb, file, "name: "+d.Name),
+			Err: fmt.Errorf("dependency %s is not vendored: run helm dependency build and commit charts/", d.Name)}
+	}
+	for _, d := range ch.Dependencies() {
+		if err := checkVendored(sb, path.Join(dir, "charts", d.Name()), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lineOf finds the first line of file containing needle, or 0.
+func lineOf(sb *sandbox, file, needle string) int {
+	data, err := sb.root.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, needle) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// mergeValues merges src over dst recursively, as helm does for -f files and --set.
+func mergeValues(dst, src map[string]any) map[string]any {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				dst[k] = mergeValues(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+	return dst
+}
+
+// copyValues deep-copies maps so the caller's Values are never modified.
+func copyValues(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if vm, ok := v.(map[string]any); ok {
+			v = copyValues(vm)
+		}
+		out[k] = v
+	}
+	return out
+}

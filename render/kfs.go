@@ -1,0 +1,277 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// The virtual layout kustomize sees: the checkout is mounted at checkoutMount, and
+// the generated wrapper kustomization lives beside it in wrapperDir, so the target
+// (even the checkout root itself) is never an ancestor of the wrapper.
+const (
+	checkoutMount = "/checkout"
+	wrapperDir    = "/driftpreview-wrapper"
+)
+
+// kfs is a read-only kyaml filesys.FileSystem over the sandbox, plus the in-memory
+// wrapper kustomization. It also screens every kustomization file it serves for
+// what driftpreview forbids (remote bases, exec and KRM functions, helmCharts,
+// paths leaving the checkout), recording the first violation with file and line so
+// the render error can name it precisely.
+type kfs struct {
+	sb      *sandbox
+	overlay map[string][]byte // virtual path → content, under wrapperDir
+
+	mu        sync.Mutex
+	violation error    // first *Error found while serving files
+	kusts     []string // checkout-relative kustomization files served, in order
+}
+
+var _ filesys.FileSystem = (*kfs)(nil)
+
+var errReadOnly = errors.New("the render filesystem is read-only")
+
+func newKFS(sb *sandbox) *kfs {
+	return &kfs{sb: sb, overlay: map[string][]byte{}}
+}
+
+func (k *kfs) record(err error) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.violation == nil {
+		k.violation = err
+	}
+	return err
+}
+
+// rel maps a virtual path to a checkout-relative one; ok is false for paths outside
+// the checkout mount (the wrapper or nothing).
+func rel(p string) (string, bool) {
+	p = filepath.ToSlash(p)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	p = path.Clean(p)
+	if p == checkoutMount {
+		return ".", true
+	}
+	if r, ok := strings.CutPrefix(p, checkoutMount+"/"); ok {
+		return r, true
+	}
+	return "", false
+}
+
+func clean(p string) string {
+	p = filepath.ToSlash(p)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return path.Clean(p)
+}
+
+func (k *kfs) Create(string) (filesys.File, error) { return nil, errReadOnly }
+func (k *kfs) Mkdir(string) error                  { return errReadOnly }
+func (k *kfs) MkdirAll(string) error               { return errReadOnly }
+func (k *kfs) RemoveAll(string) error              { return errReadOnly }
+func (k *kfs) WriteFile(string, []byte) error      { return errReadOnly }
+
+func (k *kfs) Open(p string) (filesys.File, error) {
+	data, err := k.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	return &memFile{Reader: bytes.NewReader(data), name: path.Base(p), size: int64(len(data))}, nil
+}
+
+func (k *kfs) stat(p string) (fs.FileInfo, bool) {
+	c := clean(p)
+	if c == "/" || c == wrapperDir {
+		return dirInfo(path.Base(c)), true
+	}
+	if data, ok := k.overlay[c]; ok {
+		return &memFile{name: path.Base(c), size: int64(len(data))}, true
+	}
+	r, ok := rel(c)
+	if !ok {
+		return nil, false
+	}
+	fi, err := k.sb.root.Stat(r)
+	if err != nil {
+		return nil, false
+	}
+	return fi, true
+}
+
+func (k *kfs) IsDir(p string) bool {
+	fi, ok := k.stat(p)
+	return ok && fi.IsDir()
+}
+
+func (k *kfs) Exists(p string) bool {
+	_, ok := k.stat(p)
+	return ok
+}
+
+func (k *kfs) ReadDir(p string) ([]string, error) {
+	c := clean(p)
+	switch c {
+	case "/":
+		return []string{path.Base(checkoutMount), path.Base(wrapperDir)}, nil
+	case wrapperDir:
+		var names []string
+		for f := range k.overlay {
+			names = append(names, path.Base(f))
+		}
+		return names, nil
+	}
+	r, ok := rel(c)
+	if !ok {
+		return nil, notExist(p)
+	}
+	ents, err := fs.ReadDir(k.sb.fsys(), r)
+	if err != nil {
+		return nil, k.sb.explain(r, err)
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+func (k *kfs) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	c := clean(p)
+	fi, ok := k.stat(c)
+	if !ok {
+		if r, in := rel(c); in {
+			// Say why, when a symlink is the reason.
+			if _, err := k.sb.root.Lstat(r); err == nil {
+				_, serr := k.sb.root.Stat(r)
+				return "", "", k.record(k.sb.explain(r, serr))
+			}
+		}
+		return "", "", notExist(p)
+	}
+	if fi.IsDir() {
+		return filesys.ConfirmedDir(c), "", nil
+	}
+	return filesys.ConfirmedDir(path.Dir(c)), path.Base(c), nil
+}
+
+func (k *kfs) Glob(pattern string) ([]string, error) {
+	c := clean(pattern)
+	r, ok := rel(c)
+	if !ok {
+		return nil, nil
+	}
+	matches, err := fs.Glob(k.sb.fsys(), r)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range matches {
+		matches[i] = path.Join(checkoutMount, m)
+	}
+	return matches, nil
+}
+
+func (k *kfs) Walk(p string, fn filepath.WalkFunc) error {
+	c := clean(p)
+	r, ok := rel(c)
+	if !ok {
+		return fn(c, nil, notExist(p))
+	}
+	return fs.WalkDir(k.sb.fsys(), r, func(q string, d fs.DirEntry, err error) error {
+		vp := path.Join(checkoutMount, q)
+		if err != nil {
+			return fn(vp, nil, err)
+		}
+		fi, err := d.Info()
+		return fn(vp, fi, err)
+	})
+}
+
+func (k *kfs) ReadFile(p string) ([]byte, error) {
+	c := clean(p)
+	if data, ok := k.overlay[c]; ok {
+		return data, nil
+	}
+	r, ok := rel(c)
+	if !ok {
+		return nil, notExist(p)
+	}
+	data, err := k.sb.readFile(r)
+	if err != nil {
+		return nil, k.record(err)
+	}
+	if isKustomizationFile(r) {
+		k.mu.Lock()
+		k.kusts = append(k.kusts, r)
+		k.mu.Unlock()
+		if err := screenKustomization(k.sb, r, data); err != nil {
+			return nil, k.record(err)
+		}
+	} else if hasExt(r, ".yaml", ".yml", ".json") {
+		// kustomize parses these; refuse bombs first. Syntax errors are left to
+		// kustomize, since the file may be data for a generator.
+		if err := checkYAML(data, r); err != nil && !isSyntaxOnly(err) {
+			return nil, k.record(err)
+		}
+	}
+	return data, nil
+}
+
+// isSyntaxOnly reports whether err from checkYAML is a plain syntax error rather
+// than a refused bomb.
+func isSyntaxOnly(err error) bool {
+	s := err.Error()
+	return !strings.Contains(s, "alias") && !strings.Contains(s, "levels deep")
+}
+
+func isKustomizationFile(r string) bool {
+	b := path.Base(r)
+	for _, n := range kustomizationNames {
+		if b == n {
+			return true
+		}
+	}
+	return false
+}
+
+func notExist(p string) error {
+	return fmt.Errorf("'%s' doesn't exist: %w", p, os.ErrNotExist)
+}
+
+// memFile is an in-memory filesys.File and fs.FileInfo.
+type memFile struct {
+	*bytes.Reader
+	name string
+	size int64
+	dir  bool
+}
+
+func dirInfo(name string) *memFile { return &memFile{name: name, dir: true} }
+
+func (f *memFile) Write([]byte) (int, error)  { return 0, errReadOnly }
+func (f *memFile) Close() error               { return nil }
+func (f *memFile) Stat() (os.FileInfo, error) { return f, nil }
+func (f *memFile) Name() string               { return f.name }
+func (f *memFile) Size() int64                { return f.size }
+func (f *memFile) ModTime() time.Time         { return time.Time{} }
+func (f *memFile) IsDir() bool                { return f.dir }
+func (f *memFile) Sys() any                   { return nil }
+func (f *memFile) Mode() fs.FileMode {
+	if f.dir {
+		return fs.ModeDir | 0o555
+	}
+	return 0o444
+}

@@ -1,0 +1,452 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/types"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// kustomizeLock serialises kustomize builds: krusty keeps the OpenAPI schema in
+// package state. It is a channel so a waiting render still honours its deadline.
+var kustomizeLock = make(chan struct{}, 1)
+
+const originAnnotation = "config.kubernetes.io/origin"
+
+// renderKustomize builds the kustomization in dir with krusty over the sandboxed
+// filesystem. The target is wrapped in a generated kustomization that applies
+// opts.Kustomize and asks for origin annotations, so no file is ever edited.
+func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options) (ObjectSet, error) {
+	kustFile := ""
+	for _, n := range kustomizationNames {
+		if fi, err := sb.stat(path.Join(dir, n)); err == nil && !fi.IsDir() {
+			kustFile = path.Join(dir, n)
+			break
+		}
+	}
+	if kustFile == "" {
+		return ObjectSet{}, &Error{File: dir, Err: errors.New("no kustomization.yaml, kustomization.yml or Kustomization in the directory")}
+	}
+
+	fsys := newKFS(sb)
+	wrapper, err := wrapperKustomization(sb, dir, opts.Kustomize)
+	if err != nil {
+		return ObjectSet{}, err
+	}
+	fsys.overlay[wrapperDir+"/kustomization.yaml"] = wrapper
+
+	select {
+	case kustomizeLock <- struct{}{}:
+	case <-ctx.Done():
+		return ObjectSet{}, ctx.Err()
+	}
+	rm, err := func() (resmap.ResMap, error) {
+		defer func() { <-kustomizeLock }()
+		k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+		return k.Run(fsys, wrapperDir)
+	}()
+	if err != nil {
+		if fsys.violation != nil {
+			return ObjectSet{}, fsys.violation
+		}
+		return ObjectSet{}, kustomizeError(sb, fsys, kustFile, err)
+	}
+	yml, err := rm.AsYaml()
+	if err != nil {
+		return ObjectSet{}, &Error{File: kustFile, Err: fmt.Errorf("kustomize output: %w", err)}
+	}
+	if err := sb.charge(kustFile, int64(len(yml))); err != nil {
+		return ObjectSet{}, err
+	}
+	objs, notes, err := parse(yml, kustFile)
+	if err != nil {
+		return ObjectSet{}, &Error{File: kustFile, Err: fmt.Errorf("reading kustomize output: %w", err)}
+	}
+	set := ObjectSet{Notes: notes}
+	for _, o := range objs {
+		o.Source = originOf(o.Object, kustFile)
+		set.Objects = append(set.Objects, o.Object)
+	}
+	return set, nil
+}
+
+// originOf reads (and removes) kustomize's origin annotation: the file a resource
+// came from, or the kustomization whose generator made it.
+func originOf(o Object, fallback string) string {
+	ann := o.Obj.GetAnnotations()
+	raw, ok := ann[originAnnotation]
+	if !ok {
+		return fallback
+	}
+	delete(ann, originAnnotation)
+	if len(ann) == 0 {
+		ann = nil
+	}
+	o.Obj.SetAnnotations(ann)
+	var origin struct {
+		Path         string `json:"path"`
+		ConfiguredIn string `json:"configuredIn"`
+		Repo         string `json:"repo"`
+	}
+	if err := sigsyaml.Unmarshal([]byte(raw), &origin); err != nil || origin.Repo != "" {
+		return fallback
+	}
+	p := origin.Path
+	if p == "" {
+		p = origin.ConfiguredIn
+	}
+	if p == "" {
+		return fallback
+	}
+	if r, ok := rel(path.Join(wrapperDir, p)); ok {
+		return r
+	}
+	return fallback
+}
+
+// wrapperKustomization builds the generated kustomization that points at the target
+// and applies the overrides.
+func wrapperKustomization(sb *sandbox, dir string, ko KustomizeOptions) ([]byte, error) {
+	fromWrapper := func(p string) string { return path.Join("..", path.Base(checkoutMount), p) }
+	k := map[string]any{
+		"apiVersion":    types.KustomizationVersion,
+		"kind":          types.KustomizationKind,
+		"resources":     []string{fromWrapper(dir)},
+		"buildMetadata": []string{types.OriginAnnotations},
+	}
+	if ko.NamePrefix != "" {
+		k["namePrefix"] = ko.NamePrefix
+	}
+	if ko.NameSuffix != "" {
+		k["nameSuffix"] = ko.NameSuffix
+	}
+	if ko.Namespace != "" {
+		k["namespace"] = ko.Namespace
+	}
+	if len(ko.CommonLabels) > 0 {
+		k["labels"] = []types.Label{{Pairs: ko.CommonLabels}}
+	}
+	if len(ko.CommonAnnotations) > 0 {
+		k["commonAnnotations"] = ko.CommonAnnotations
+	}
+	var images []types.Image
+	for _, im := range ko.Images {
+		img, err := parseImage(im)
+		if err != nil {
+			return nil, fmt.Errorf("kustomize override images: %w", err)
+		}
+		images = append(images, img)
+	}
+	if len(images) > 0 {
+		k["images"] = images
+	}
+	var patches []map[string]any
+	for i, p := range ko.Patches {
+		var m map[string]any
+		if err := sigsyaml.Unmarshal([]byte(p), &m); err != nil || m == nil {
+			return nil, fmt.Errorf("kustomize override patch %d: not a patch entry (want a mapping with patch: or path:, and optional target:)", i+1)
+		}
+		// Files are read here and inlined: the load restrictor keeps the wrapper
+		// from reading outside its own (virtual) directory.
+		if pf, ok := m["path"].(string); ok {
+			data, err := sb.readFile(pf)
+			if err != nil {
+				return nil, fmt.Errorf("kustomize override patch %d: %w", i+1, err)
+			}
+			delete(m, "path")
+			m["patch"] = string(data)
+		}
+		patches = append(patches, m)
+	}
+	if len(patches) > 0 {
+		k["patches"] = patches
+	}
+	var comps []string
+	for _, c := range ko.Components {
+		cr, err := cleanRel(c)
+		if err != nil {
+			return nil, fmt.Errorf("kustomize override component: %w", err)
+		}
+		comps = append(comps, fromWrapper(cr))
+	}
+	if len(comps) > 0 {
+		k["components"] = comps
+	}
+	return sigsyaml.Marshal(k)
+}
+
+// parseImage reads "name=newName:tag", "name=newName@digest" or "name:tag".
+func parseImage(s string) (types.Image, error) {
+	name, ref, hasEq := strings.Cut(s, "=")
+	if !hasEq {
+		ref = s
+	}
+	img := types.Image{}
+	if d := strings.Index(ref, "@"); d >= 0 {
+		img.Digest = ref[d+1:]
+		ref = ref[:d]
+	}
+	if c := strings.LastIndex(ref, ":"); c > strings.LastIndex(ref, "/") {
+		img.NewTag = ref[c+1:]
+		ref = ref[:c]
+	}
+	if !hasEq {
+		name = ref
+	} else if ref != name {
+		img.NewName = ref
+	}
+	if name == "" || (img.NewTag == "" && img.Digest == "" && img.NewName == "") {
+		return img, fmt.Errorf("%q: want name=newName:tag or name:tag", s)
+	}
+	img.Name = name
+	return img, nil
+}
+
+// pathKeys are kustomization fields whose string values are file or directory
+// paths relative to the kustomization.
+var pathKeys = map[string]bool{
+	"resources": true, "bases": true, "components": true, "crds": true,
+	"configurations": true, "patchesStrategicMerge": true, "path": true,
+	"files": true, "envs": true, "env": true,
+	"generators": true, "transformers": true, "validators": true,
+}
+
+var remoteKeys = map[string]bool{"resources": true, "bases": true, "components": true}
+
+var pluginKeys = map[string]bool{"generators": true, "transformers": true, "validators": true}
+
+var helmKeys = []string{"helmCharts", "helmChartInflationGenerator", "helmGlobals"}
+
+// builtinKinds are the kustomize builtin plugins a generators:/transformers: entry
+// may configure; anything else is an external plugin.
+var builtinKinds = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range krusty.GetBuiltinPluginNames() {
+		m[n] = true
+	}
+	return m
+}()
+
+// screenKustomization refuses what a PR must not make kustomize do, pointing at the
+// line of the offending entry.
+func screenKustomization(sb *sandbox, file string, data []byte) error {
+	docs, err := DecodeYAML(data, file)
+	if err != nil {
+		return err
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	root := resolve(docs[0].Node)
+	if root.Kind != yaml.MappingNode {
+		return &Error{File: file, Line: root.Line, Err: errors.New("a kustomization must be a YAML mapping")}
+	}
+	dir := path.Dir(file)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		key, val := root.Content[i].Value, root.Content[i+1]
+		if slices.Contains(helmKeys, key) {
+			return &Error{File: file, Line: root.Content[i].Line, Err: fmt.Errorf("%s is not supported: driftpreview does not inflate Helm charts inside kustomize (that downloads charts and runs helm); make the chart its own helm target with a vendored charts/ folder, or commit its rendered output", key)}
+		}
+		if err := screenPaths(sb, file, dir, key, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// screenPaths walks a kustomization field, checking every path-valued string.
+func screenPaths(sb *sandbox, file, dir, key string, n *yaml.Node) error {
+	n = resolve(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			if pluginKeys[key] {
+				k = key // an inline plugin config inside generators: is still one
+			}
+			if err := screenPaths(sb, file, dir, k, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		if pluginKeys[key] {
+			return screenPlugin(file, n.Line, n)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if err := screenPaths(sb, file, dir, key, c); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		if !pathKeys[key] || n.Value == "" {
+			return nil
+		}
+		v := n.Value
+		if pluginKeys[key] && strings.Contains(v, "\n") {
+			return screenInlinePlugin(file, n)
+		}
+		if key == "files" {
+			if _, after, ok := strings.Cut(v, "="); ok {
+				v = after
+			}
+		}
+		if remoteKeys[key] && isRemote(sb, dir, v) {
+			return &Error{File: file, Line: n.Line, Err: fmt.Errorf("remote %s %q is not allowed: driftpreview renders without network access; vendor the base into the repository and refer to it by a relative path", key, v)}
+		}
+		if strings.HasPrefix(v, "/") {
+			return &Error{File: file, Line: n.Line, Err: fmt.Errorf("absolute path %q is not allowed: use a path relative to the kustomization", v)}
+		}
+		target := path.Join(dir, v)
+		if target == ".." || strings.HasPrefix(target, "../") {
+			return &Error{File: file, Line: n.Line, Err: fmt.Errorf("path %q leads outside the repository", v)}
+		}
+		if pluginKeys[key] {
+			if fi, err := sb.stat(target); err == nil && !fi.IsDir() {
+				data, err := sb.readFile(target)
+				if err != nil {
+					return err
+				}
+				docs, err := DecodeYAML(data, target)
+				if err != nil {
+					return err
+				}
+				for _, d := range docs {
+					if err := screenPlugin(file, n.Line, resolve(d.Node)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func screenInlinePlugin(file string, n *yaml.Node) error {
+	docs, err := DecodeYAML([]byte(n.Value), file)
+	if err != nil {
+		return &Error{File: file, Line: n.Line, Err: errors.New("inline plugin configuration is not valid YAML")}
+	}
+	for _, d := range docs {
+		if err := screenPlugin(file, n.Line, resolve(d.Node)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// screenPlugin refuses a generator/transformer/validator configuration that is a
+// KRM function (exec or container) or an external plugin.
+func screenPlugin(file string, line int, n *yaml.Node) error {
+	var cfg struct {
+		Kind     string `yaml:"kind"`
+		Metadata struct {
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"metadata"`
+	}
+	if err := n.Decode(&cfg); err != nil {
+		return &Error{File: file, Line: line, Err: errors.New("plugin configuration is not a mapping")}
+	}
+	for _, a := range []string{"config.kubernetes.io/function", "config.k8s.io/function"} {
+		if _, ok := cfg.Metadata.Annotations[a]; ok {
+			return &Error{File: file, Line: line, Err: fmt.Errorf("KRM function %s is not allowed: driftpreview never runs exec or container functions from a pull request; commit the function's output instead", cfg.Kind)}
+		}
+	}
+	if cfg.Kind == "HelmChartInflationGenerator" {
+		return &Error{File: file, Line: line, Err: errors.New("HelmChartInflationGenerator is not supported: make the chart its own helm target with a vendored charts/ folder")}
+	}
+	if !builtinKinds[cfg.Kind] {
+		return &Error{File: file, Line: line, Err: fmt.Errorf("plugin %q is not a kustomize builtin: external plugins are not allowed; commit the plugin's output instead", cfg.Kind)}
+	}
+	return nil
+}
+
+var hostLike = regexp.MustCompile(`^[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)+(:\d+)?/`)
+
+// isRemote reports whether a resources/components entry names something kustomize
+// would fetch: a URL, a git reference or a host/path spec that does not exist
+// locally.
+func isRemote(sb *sandbox, dir, v string) bool {
+	switch {
+	case strings.Contains(v, "://"),
+		strings.HasPrefix(v, "git@"), strings.HasPrefix(v, "git::"),
+		strings.HasPrefix(v, "gh:"), strings.HasPrefix(v, "github.com"),
+		strings.HasPrefix(v, "gitlab.com"), strings.HasPrefix(v, "bitbucket.org"),
+		strings.Contains(v, "?ref="), strings.Contains(v, "?version="),
+		strings.Contains(v, "_git/"):
+		return true
+	}
+	if hostLike.MatchString(v) || strings.Contains(v, ".git/") || strings.HasSuffix(v, ".git") {
+		_, err := sb.stat(path.Join(dir, v))
+		return err != nil
+	}
+	return false
+}
+
+var quoted = regexp.MustCompile(`'([^'\n]+)'|"([^"\n]+)"`)
+
+// kustomizeError turns a krusty error into an *Error, on the kustomization line
+// that names the path the error mentions when one matches.
+func kustomizeError(sb *sandbox, fsys *kfs, kustFile string, err error) error {
+	msg := err.Error()
+	msg = strings.ReplaceAll(msg, checkoutMount+"/", "")
+	msg = strings.ReplaceAll(msg, wrapperDir+"/", "")
+	msg = strings.ReplaceAll(msg, "../"+path.Base(checkoutMount)+"/", "")
+	fsys.mu.Lock()
+	kusts := slices.Clone(fsys.kusts)
+	fsys.mu.Unlock()
+	slices.Reverse(kusts)
+	var tokens []string
+	for _, m := range quoted.FindAllStringSubmatch(err.Error(), -1) {
+		t := m[1] + m[2]
+		if r, ok := rel(t); ok && strings.HasPrefix(t, "/") {
+			t = r
+		}
+		tokens = append(tokens, t)
+	}
+	for _, t := range tokens {
+		for _, kf := range kusts {
+			if line := entryLine(sb, kf, t); line > 0 {
+				return &Error{File: kf, Line: line, Err: fmt.Errorf("kustomize build: %s", msg)}
+			}
+		}
+	}
+	file := kustFile
+	if len(kusts) > 0 {
+		file = kusts[0]
+	}
+	return &Error{File: file, Err: fmt.Errorf("kustomize build: %s", msg)}
+}
+
+// entryLine finds the line of kustomization kf whose value is token, either
+// literally or as a path relative to kf's directory.
+func entryLine(sb *sandbox, kf, token string) int {
+	data, err := sb.root.ReadFile(kf)
+	if err != nil {
+		return 0
+	}
+	dir := path.Dir(kf)
+	for i, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		l = strings.TrimPrefix(l, "- ")
+		if _, v, ok := strings.Cut(l, ": "); ok && !strings.HasPrefix(l, "\"") {
+			l = v
+		}
+		v := strings.Trim(strings.TrimSpace(l), `"'`)
+		if v == "" || v == "-" {
+			continue
+		}
+		if v == token || path.Join(dir, v) == token {
+			return i + 1
+		}
+	}
+	return 0
+}

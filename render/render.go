@@ -1,0 +1,170 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Render turns the target directory path (relative to the checkout root) into an
+// ObjectSet sorted by key. It picks the renderer per opts.Renderer, reads only files
+// inside root, and enforces opts' size and time limits. Problems in the files
+// come back as *Error (file and line); anything else, such as a bad root or a
+// cancelled ctx, as a plain error.
+func Render(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
+	opts = withDefaults(opts)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+
+	type result struct {
+		set ObjectSet
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				// The stack goes to nobody: it may hold file content. Keep the
+				// value, which names what broke.
+				done <- result{err: &Error{File: target, Err: fmt.Errorf("rendering crashed (a bug in driftpreview or a library it uses): %v", r)}}
+			}
+		}()
+		set, err := render(ctx, root, target, opts)
+		done <- result{set, err}
+	}()
+	select {
+	case r := <-done:
+		return r.set, r.err
+	case <-ctx.Done():
+		if parent.Err() == nil {
+			return ObjectSet{}, &Error{File: target, Err: fmt.Errorf("rendering took longer than %s and was stopped; look for templates or kustomizations that loop or grow without bound", opts.Timeout)}
+		}
+		return ObjectSet{}, fmt.Errorf("rendering %s: %w", target, ctx.Err())
+	}
+}
+
+func withDefaults(opts Options) Options {
+	d := DefaultOptions()
+	if opts.Renderer == "" {
+		opts.Renderer = d.Renderer
+	}
+	if opts.MaxFileBytes <= 0 {
+		opts.MaxFileBytes = d.MaxFileBytes
+	}
+	if opts.MaxTotalBytes <= 0 {
+		opts.MaxTotalBytes = d.MaxTotalBytes
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = d.Timeout
+	}
+	if opts.Helm.KubeVersion == "" {
+		opts.Helm.KubeVersion = d.Helm.KubeVersion
+	}
+	return opts
+}
+
+func render(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return ObjectSet{}, fmt.Errorf("rendering %s: resolving root %s: %w", target, root, err)
+	}
+	target = filepath.ToSlash(target)
+	if target == "" {
+		target = "."
+	}
+	t, err := cleanRel(target)
+	if err != nil {
+		return ObjectSet{}, &Error{File: target, Err: err}
+	}
+	sb, err := openSandbox(absRoot, opts)
+	if err != nil {
+		return ObjectSet{}, fmt.Errorf("rendering %s: %w", target, err)
+	}
+	defer sb.Close()
+	fi, err := sb.stat(t)
+	if err != nil {
+		return ObjectSet{}, err
+	}
+	if !fi.IsDir() {
+		return ObjectSet{}, &Error{File: t, Err: errors.New("target is not a directory")}
+	}
+
+	renderer := opts.Renderer
+	if renderer == RendererAuto {
+		renderer = detect(sb, t)
+	}
+	var set ObjectSet
+	switch renderer {
+	case RendererPlain:
+		set, err = renderPlain(ctx, sb, t, opts)
+	case RendererKustomize:
+		set, err = renderKustomize(ctx, sb, t, opts)
+	case RendererHelm:
+		name := opts.Helm.ReleaseName
+		if name == "" {
+			name = path.Base(filepath.ToSlash(filepath.Join(absRoot, t)))
+		}
+		set, err = renderHelm(ctx, sb, t, name, opts)
+	default:
+		return ObjectSet{}, fmt.Errorf("rendering %s: unknown renderer %q (want auto, kustomize, helm or plain)", t, opts.Renderer)
+	}
+	if err != nil {
+		return ObjectSet{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return ObjectSet{}, err
+	}
+	defaultNamespace(set.Objects, opts.Namespace)
+	set.Sort()
+	return set, nil
+}
+
+// kustomizationNames are the file names kustomize accepts, in its order.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// detect picks the renderer from the files in the target directory.
+func detect(sb *sandbox, dir string) Renderer {
+	for _, n := range kustomizationNames {
+		if fi, err := sb.stat(path.Join(dir, n)); err == nil && !fi.IsDir() {
+			return RendererKustomize
+		}
+	}
+	if fi, err := sb.stat(path.Join(dir, "Chart.yaml")); err == nil && !fi.IsDir() {
+		return RendererHelm
+	}
+	return RendererPlain
+}
+
+// duplicates returns an *Error naming both sources when two objects share a key.
+func duplicates(objs []parsedObject) error {
+	seen := make(map[ObjectKey]parsedObject, len(objs))
+	for _, o := range objs {
+		if first, ok := seen[o.Key]; ok {
+			return &Error{File: o.Source, Line: o.Line, Err: fmt.Errorf("%s is defined twice: here and in %s", o.Key, at(first.Source, first.Line))}
+		}
+		seen[o.Key] = o
+	}
+	return nil
+}
+
+func at(file string, line int) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", file, line)
+	}
+	return file
+}
+
+// hasExt reports whether name is a manifest file by its extension.
+func hasExt(name string, exts ...string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	for _, e := range exts {
+		if ext == e {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,163 @@
+package render_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden renders a set the way the CLI prints it, with notes appended as comments.
+func golden(t *testing.T, set render.ObjectSet) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := render.WriteYAML(&b, set.Objects); err != nil {
+		t.Fatalf("WriteYAML: %v", err)
+	}
+	for _, n := range set.Notes {
+		fmt.Fprintf(&b, "# note: %s\n", n)
+	}
+	return b.String()
+}
+
+func checkGolden(t *testing.T, file, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", file, diff)
+	}
+}
+
+func TestRenderGolden(t *testing.T) {
+	tests := []struct {
+		name   string
+		root   string
+		target string
+		opts   func(*render.Options)
+	}{
+		{
+			name:   "kustomize",
+			root:   "testdata/kustomize",
+			target: "overlays/prod",
+		},
+		{
+			name:   "kustomize-overrides",
+			root:   "testdata/kustomize",
+			target: "overlays/prod",
+			opts: func(o *render.Options) {
+				o.Kustomize = render.KustomizeOptions{
+					NameSuffix:        "-v2",
+					Namespace:         "shop-canary",
+					Images:            []string{"nginx=registry.example.com/nginx:1.28"},
+					CommonLabels:      map[string]string{"track": "canary"},
+					CommonAnnotations: map[string]string{"owner": "team-shop"},
+					Patches: []string{`target: {kind: Service}
+patch: |-
+  - op: add
+    path: /spec/type
+    value: NodePort`},
+				}
+			},
+		},
+		{
+			name:   "helm",
+			root:   "testdata/helm",
+			target: "chart",
+			opts: func(o *render.Options) {
+				o.Namespace = "shop"
+				o.Helm.ValuesFiles = []string{"values-prod.yaml"}
+				o.Helm.Values = map[string]any{"service": map[string]any{"port": 8080}}
+			},
+		},
+		{
+			name:   "helm-skipcrds",
+			root:   "testdata/helm",
+			target: "chart",
+			opts: func(o *render.Options) {
+				o.Helm.ReleaseName = "web"
+				o.Helm.SkipCRDs = true
+				o.Helm.KubeVersion = "v1.33.1"
+			},
+		},
+		{
+			name:   "plain",
+			root:   "testdata/plain",
+			target: "manifests",
+			opts:   func(o *render.Options) { o.Namespace = "shop" },
+		},
+		{
+			name:   "plain-recurse",
+			root:   "testdata/plain",
+			target: "manifests",
+			opts: func(o *render.Options) {
+				o.Plain.Recurse = true
+				o.Plain.Exclude = []string{"settings.yaml"}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			opts := render.DefaultOptions()
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			set, err := render.Render(ctx, tc.root, tc.target, opts)
+			if err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			for i := 1; i < len(set.Objects); i++ {
+				if set.Objects[i-1].Key.Compare(set.Objects[i].Key) > 0 {
+					t.Errorf("objects not sorted: %s before %s", set.Objects[i-1].Key, set.Objects[i].Key)
+				}
+			}
+			checkGolden(t, filepath.Join("testdata", tc.name+".golden.yaml"), golden(t, set))
+		})
+	}
+}
+
+func TestRenderAutoDetect(t *testing.T) {
+	tests := []struct {
+		root, target string
+		wantSource   string // of the first object
+	}{
+		{"testdata/kustomize", "overlays/prod", "overlays/prod/kustomization.yaml"},
+		{"testdata/helm", "chart", "shop/crds/widgets.yaml"},
+		{"testdata/plain", "manifests", "manifests/list.yaml"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.root, func(t *testing.T) {
+			set, err := render.Render(t.Context(), tc.root, tc.target, render.Options{})
+			if err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			var sources []string
+			for _, o := range set.Objects {
+				sources = append(sources, o.Source)
+			}
+			if !strings.Contains(strings.Join(sources, "\n"), tc.wantSource) {
+				t.Errorf("no object from %s; sources:\n%s", tc.wantSource, strings.Join(sources, "\n"))
+			}
+		})
+	}
+}

@@ -1,0 +1,145 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+)
+
+// sandbox reads files of one checkout through an os.Root, so neither ".." nor a
+// symlink can lead outside it, and enforces the per-file and per-target byte limits.
+type sandbox struct {
+	root     *os.Root
+	maxFile  int64
+	maxTotal int64
+
+	mu   sync.Mutex
+	read int64 // bytes read so far, against maxTotal
+}
+
+func openSandbox(root string, opts Options) (*sandbox, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("opening checkout %s: %w", root, err)
+	}
+	return &sandbox{root: r, maxFile: opts.MaxFileBytes, maxTotal: opts.MaxTotalBytes}, nil
+}
+
+func (s *sandbox) Close() error { return s.root.Close() }
+
+// clean turns a slash path relative to the root into the form os.Root and fs.FS
+// expect, or reports that it leaves the checkout.
+func cleanRel(p string) (string, error) {
+	if strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("absolute path %q is not allowed: use a path relative to the repository", p)
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("path %q leads outside the repository", p)
+	}
+	return c, nil
+}
+
+// escapeErr explains why rel could not be opened when the cause is a symlink.
+func (s *sandbox) explain(rel string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Error{File: rel, Err: errors.New("file does not exist")}
+	}
+	// Look for a symlink anywhere along the path: os.Root refuses those that
+	// resolve outside the checkout.
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		if fi, lerr := s.root.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if _, serr := s.root.Stat(p); serr != nil {
+				return &Error{File: p, Err: errors.New("is a symlink that leads outside the repository (or nowhere); only symlinks within the repository are followed")}
+			}
+		}
+	}
+	if strings.Contains(err.Error(), "escapes") {
+		return &Error{File: rel, Err: errors.New("path leads outside the repository")}
+	}
+	return &Error{File: rel, Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
+}
+
+// unwrapPath drops the *fs.PathError wrapper, whose path is the absolute one on
+// this machine and means nothing in a PR comment.
+func unwrapPath(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// stat stats rel, following symlinks within the checkout.
+func (s *sandbox) stat(rel string) (fs.FileInfo, error) {
+	c, err := cleanRel(rel)
+	if err != nil {
+		return nil, &Error{File: rel, Err: err}
+	}
+	fi, err := s.root.Stat(c)
+	if err != nil {
+		return nil, s.explain(c, err)
+	}
+	return fi, nil
+}
+
+// readFile reads rel (relative to the checkout root), enforcing the limits.
+func (s *sandbox) readFile(rel string) ([]byte, error) {
+	c, err := cleanRel(rel)
+	if err != nil {
+		return nil, &Error{File: rel, Err: err}
+	}
+	f, err := s.root.Open(c)
+	if err != nil {
+		return nil, s.explain(c, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &Error{File: c, Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
+	}
+	if fi.IsDir() {
+		return nil, &Error{File: c, Err: errors.New("is a directory, expected a file")}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{File: c, Err: errors.New("is not a regular file")}
+	}
+	if s.maxFile > 0 && fi.Size() > s.maxFile {
+		return nil, &Error{File: c, Err: fmt.Errorf("file is %d bytes, over the %d-byte limit per file", fi.Size(), s.maxFile)}
+	}
+	limit := fi.Size() + 1
+	if s.maxFile > 0 {
+		limit = s.maxFile + 1
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, &Error{File: c, Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
+	}
+	if s.maxFile > 0 && int64(len(data)) > s.maxFile {
+		return nil, &Error{File: c, Err: fmt.Errorf("file is over the %d-byte limit per file", s.maxFile)}
+	}
+	if err := s.charge(c, int64(len(data))); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// charge counts n bytes against the per-target total.
+func (s *sandbox) charge(file string, n int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read += n
+	if s.maxTotal > 0 && s.read > s.maxTotal {
+		return &Error{File: file, Err: fmt.Errorf("the target reads or renders more than %d bytes in total; split it or raise the limit", s.maxTotal)}
+	}
+	return nil
+}
+
+// fsys exposes the checkout as an fs.FS for walking.
+func (s *sandbox) fsys() fs.FS { return s.root.FS() }
