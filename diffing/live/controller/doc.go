@@ -1,0 +1,14 @@
+// Package controller reads the live GitOps controller object behind a discovered
+// target (an Argo CD Application, a Flux Kustomization or HelmRelease) and says
+// whether the merge will actually reach the cluster.
+//
+// It is part of the live stage of the pipeline, next to diffing/live: the bot calls
+// Read for each target whose config.Target.Controller is set, then Findings to turn
+// the difference between the controller object in git and the one on the cluster
+// into sync-disabled and controller-missing findings (automated sync switched off by
+// hand, a suspended Kustomization, prune off live, an Application nobody created).
+// State.Inventory is the controller's own list of what it manages, which widens the
+// prune scope beyond tracking labels.
+//
+// Read needs only get on the one controller object.
+package controller
