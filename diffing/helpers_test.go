@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftpreview/driftpreview/render"
@@ -118,7 +119,7 @@ func golden(t *testing.T, name string, got any) {
 		t.Fatalf("marshalling %s: %v", name, err)
 	}
 	b = append(b, '\n')
-	path := filepath.Join("testdata", "golden", name+".json")
+	path := filepath.Join("testdata", "golden", strings.NewReplacer(" ", "-", "/", "-").Replace(name)+".json")
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -144,3 +145,5 @@ func testOptions() Options {
 	o.Now = testNow
 	return o
 }
+
+func gkOf(group, kind string) schema.GroupKind { return schema.GroupKind{Group: group, Kind: kind} }

@@ -340,7 +340,7 @@ func renameSimilarity(oldObj, newObj *unstructured.Unstructured, oldName, newNam
 	cp, cs := commonAffix(oldName, newName)
 	oldMid := strings.Trim(oldName[cp:len(oldName)-cs], "-.")
 	newMid := strings.Trim(newName[cp:len(newName)-cs], "-.")
-	on.Object = mapStrings(on.Object, func(s string) string {
+	renamed := &unstructured.Unstructured{Object: mapStrings(on.Object, func(s string) string {
 		switch {
 		case names[s]:
 			return rename(s)
@@ -348,8 +348,23 @@ func renameSimilarity(oldObj, newObj *unstructured.Unstructured, oldName, newNam
 			return newMid
 		}
 		return s
-	}).(map[string]any)
-	return similarity(toYAML(on), toYAML(nn))
+	}).(map[string]any)}
+	// A string equal to a name may be a reference (renamed along) or a label or
+	// container name (kept): take, line by line, whichever form head has.
+	raw, ren, b := splitLines(toYAML(on)), splitLines(toYAML(renamed)), toYAML(nn)
+	if len(raw) == len(ren) {
+		inHead := map[string]bool{}
+		for _, l := range splitLines(b) {
+			inHead[l] = true
+		}
+		for i := range raw {
+			if inHead[ren[i]] {
+				raw[i] = ren[i]
+			}
+		}
+		return similarity(strings.Join(raw, "\n")+"\n", b)
+	}
+	return max(similarity(toYAML(on), b), similarity(toYAML(renamed), b))
 }
 
 // nameTransform derives from one rename the function that renames other names
