@@ -1,0 +1,77 @@
+package github
+
+import (
+	"context"
+	"fmt"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/driftpreview/driftpreview/bot"
+	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
+)
+
+// UpsertComment makes the bot's comments on pr equal pages: pages[0] is the one
+// sticky comment, found by its hidden marker `<!-- KEY -->` (key "" means
+// hosttext.DefaultKey, "driftpreview:sticky v1") and edited in place; pages[i] is
+// follow-up i+1, marked `<!-- KEY page N -->`. Missing comments are created,
+// unchanged ones left alone, follow-ups the run no longer needs deleted, and
+// duplicates left by a race deleted. Pages longer than MaxCommentLength are truncated
+// with a note.
+func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages []string) error {
+	owner, name, err := split(pr.Repo)
+	if err != nil {
+		return fmt.Errorf("upserting comment: %w", err)
+	}
+	in, err := c.install(pr.InstallationID)
+	if err != nil {
+		return fmt.Errorf("upserting comment on %s#%d: %w", pr.Repo, pr.Number, err)
+	}
+	mu := c.prLock(pr)
+	mu.Lock()
+	defer mu.Unlock()
+
+	var existing []hosttext.Comment
+	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
+	for {
+		page, resp, err := in.api.Issues.ListComments(ctx, owner, name, pr.Number, opts)
+		if err != nil {
+			return fmt.Errorf("listing comments of %s#%d: %w", pr.Repo, pr.Number, err)
+		}
+		for _, cm := range page {
+			if c.ours(cm.GetUser()) {
+				existing = append(existing, hosttext.Comment{ID: cm.GetID(), Body: cm.GetBody()})
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	ops, err := hosttext.Plan(key, existing, pages, MaxCommentLength)
+	if err != nil {
+		return fmt.Errorf("upserting comment on %s#%d: %w", pr.Repo, pr.Number, err)
+	}
+	for _, op := range ops {
+		switch op.Kind {
+		case hosttext.OpCreate:
+			_, _, err = in.api.Issues.CreateComment(ctx, owner, name, pr.Number, &gh.IssueComment{Body: gh.String(op.Body)})
+		case hosttext.OpUpdate:
+			_, _, err = in.api.Issues.EditComment(ctx, owner, name, op.ID, &gh.IssueComment{Body: gh.String(op.Body)})
+		case hosttext.OpDelete:
+			_, err = in.api.Issues.DeleteComment(ctx, owner, name, op.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("%s comment (page %d) on %s#%d: %w", op.Kind, op.Page, pr.Repo, pr.Number, err)
+		}
+	}
+	return nil
+}
+
+// ours says whether a comment author can be this App: a human pasting the marker
+// must never make us edit (and fail on) their comment.
+func (c *Client) ours(u *gh.User) bool {
+	if c.opts.BotLogin != "" {
+		return u.GetLogin() == c.opts.BotLogin
+	}
+	return u.GetType() == "Bot"
+}
