@@ -170,9 +170,19 @@ func templateError(dir string, err error) error {
 	return &Error{File: dir, Err: fmt.Errorf("rendering chart: %s", cleanTemplateMsg(msg))}
 }
 
+// cleanTemplateMsg shortens a template error to its root cause: nested includes
+// repeat the whole call chain, which can run to megabytes.
 func cleanTemplateMsg(msg string) string {
 	msg = strings.ReplaceAll(msg, "HELM_ERR_START", "")
 	msg = strings.ReplaceAll(msg, "HELM_ERR_END", "")
+	msg = strings.Join(strings.Fields(msg), " ")
+	if i := strings.LastIndex(msg, "error calling "); i >= 0 {
+		msg = msg[i:]
+	}
+	const maxLen = 400
+	if len(msg) > maxLen {
+		msg = msg[:maxLen] + "…"
+	}
 	return strings.TrimSpace(msg)
 }
 

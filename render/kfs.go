@@ -35,6 +35,7 @@ type kfs struct {
 	mu        sync.Mutex
 	violation error    // first *Error found while serving files
 	kusts     []string // checkout-relative kustomization files served, in order
+	syntax    []error  // YAML syntax errors in files served, used if kustomize fails
 }
 
 var _ filesys.FileSystem = (*kfs)(nil)
@@ -223,8 +224,13 @@ func (k *kfs) ReadFile(p string) ([]byte, error) {
 	} else if hasExt(r, ".yaml", ".yml", ".json") {
 		// kustomize parses these; refuse bombs first. Syntax errors are left to
 		// kustomize, since the file may be data for a generator.
-		if err := checkYAML(data, r); err != nil && !isSyntaxOnly(err) {
-			return nil, k.record(err)
+		if err := checkYAML(data, r); err != nil {
+			if !isSyntaxOnly(err) {
+				return nil, k.record(err)
+			}
+			k.mu.Lock()
+			k.syntax = append(k.syntax, err)
+			k.mu.Unlock()
 		}
 	}
 	return data, nil

@@ -397,12 +397,22 @@ var quoted = regexp.MustCompile(`'([^'\n]+)'|"([^"\n]+)"`)
 // that names the path the error mentions when one matches.
 func kustomizeError(sb *sandbox, fsys *kfs, kustFile string, err error) error {
 	msg := err.Error()
+	msg = strings.ReplaceAll(msg, "../"+path.Base(checkoutMount)+"/", "")
 	msg = strings.ReplaceAll(msg, checkoutMount+"/", "")
 	msg = strings.ReplaceAll(msg, wrapperDir+"/", "")
-	msg = strings.ReplaceAll(msg, "../"+path.Base(checkoutMount)+"/", "")
 	fsys.mu.Lock()
 	kusts := slices.Clone(fsys.kusts)
+	hints := slices.Clone(fsys.syntax)
 	fsys.mu.Unlock()
+	// A YAML syntax error in a resource: our own parser named file and line.
+	if strings.Contains(msg, "MalformedYAML") || strings.Contains(msg, "yaml: ") {
+		for _, h := range hints {
+			var re *Error
+			if errors.As(h, &re) && strings.Contains(msg, path.Base(re.File)) {
+				return h
+			}
+		}
+	}
 	slices.Reverse(kusts)
 	var tokens []string
 	for _, m := range quoted.FindAllStringSubmatch(err.Error(), -1) {

@@ -95,15 +95,22 @@ func checkYAML(data []byte, file string) error {
 // yamlError turns a go-yaml error into an *Error with the line it names.
 func yamlError(err error, file string) error {
 	msg := err.Error()
+	line := 0
 	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Err: fmt.Errorf("invalid YAML: %s", m[2])}
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+		// go-yaml reports parser (not scanner) errors at the 0-based line of
+		// the collection that is left open; make it 1-based and say so.
+		if strings.HasPrefix(msg, "did not find expected") || strings.HasPrefix(msg, "found undefined tag") {
+			line++
+			msg += " (in the collection that starts on this line)"
+		}
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if strings.Contains(msg, "max depth") {
-		return &Error{File: file, Err: fmt.Errorf("invalid YAML: nested more than %d levels deep", MaxDepth)}
+		msg = fmt.Sprintf("nested more than %d levels deep", MaxDepth)
 	}
-	return &Error{File: file, Err: fmt.Errorf("invalid YAML: %s", msg)}
+	return &Error{File: file, Line: line, Err: fmt.Errorf("invalid YAML: %s", msg)}
 }
 
 // converter turns yaml.Nodes into JSON-compatible values with depth and alias
