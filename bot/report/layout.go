@@ -19,6 +19,8 @@ type unit struct {
 	key   render.ObjectKey
 	full  string // the nested <details> with the diff; "" when there is none
 	entry string // Kind `ns/name` (action), for the "cut" line
+	// same marks a live diff equal to the PR diff: it is named, not repeated.
+	same  bool
 	state int
 	// worst and failing rank the object's findings, so the riskiest diffs stay.
 	worst   diffing.Severity
@@ -121,7 +123,7 @@ func newLayout(r *diffing.Report, opts Options) *layout {
 			boolCmp(a.failing, b.failing),
 			-cmp.Compare(len(a.full), len(b.full)),
 			cmp.Compare(a.sec, b.sec),
-			boolCmp(a.live, b.live),
+			-boolCmp(a.live, b.live),
 			cmp.Compare(a.idx, b.idx),
 		)
 	})
@@ -196,12 +198,28 @@ func (l *layout) newSection(i int) *section {
 				// Reverting a hand edit is what a reviewer cannot see elsewhere.
 				u.worst = max(u.worst, diffing.SeverityWarning)
 			}
-			if c.LiveDiff != "" {
+			if c.LiveDiff != "" && c.LiveDiff == c.Diff {
+				u.same = true
+			} else if c.LiveDiff != "" {
 				u.full = nestedDiff(objectHTML(c.Key)+": "+esc(what)+riskSuffix(o), c.LiveDiff)
 			}
 			s.live = append(s.live, u)
 		}
 	}
+
+	// Risky objects first, as in the findings table; then by kind and name.
+	byRisk := func(a, b *unit) int {
+		return cmp.Or(
+			-cmp.Compare(a.worst, b.worst),
+			-boolCmp(a.failing, b.failing),
+			strings.Compare(a.key.Kind, b.key.Kind),
+			strings.Compare(a.key.Namespace, b.key.Namespace),
+			strings.Compare(a.key.Name, b.key.Name),
+			strings.Compare(a.key.Group, b.key.Group),
+		)
+	}
+	slices.SortStableFunc(s.pr, byRisk)
+	slices.SortStableFunc(s.live, byRisk)
 
 	s.open = "<details><summary>" + l.sectionSummary(t, changed) + "</summary>\n\n"
 	s.preamble = l.preamble(t)
@@ -211,7 +229,7 @@ func (l *layout) newSection(i int) *section {
 	if t.LiveChecked && t.Error == "" {
 		s.liveHead = "**The merge does to the live cluster** (head → live, " + liveHow(t) + ")\n\n"
 		if len(s.live) == 0 {
-			s.liveNone = "No difference: the live objects already match head.\n\n"
+			s.liveNone = "No difference between head and the live objects.\n\n"
 			if len(s.pr) == 0 {
 				s.liveHead, s.liveNone = "", ""
 			}
@@ -390,12 +408,17 @@ func (s *section) pieces() []string {
 	return append(out, "</details>\n")
 }
 
+// maxSameNamed is how many live diffs equal to their PR diff are named one by one.
+const maxSameNamed = 5
+
 // appendUnits writes the shown diffs, then one line naming the cut ones.
 func appendUnits(out []string, units []*unit) []string {
-	var cut, plain []string
+	var cut, plain, same []string
 	counted := 0
 	for _, u := range units {
 		switch {
+		case u.same:
+			same = append(same, u.entry)
 		case u.state == stateCounted:
 			counted++
 		case u.full == "":
@@ -405,6 +428,14 @@ func appendUnits(out []string, units []*unit) []string {
 		default:
 			cut = append(cut, u.entry)
 		}
+	}
+	switch {
+	case len(same) > maxSameNamed:
+		// A long list of names would crowd out diffs; the objects are the ones
+		// shown above, under "This PR changes".
+		out = append(out, "Same as the PR diff for "+plural(len(same), "other object", "other objects")+".\n\n")
+	case len(same) > 0:
+		out = append(out, "Same as the PR diff: "+strings.Join(same, ", ")+".\n\n")
 	}
 	if len(plain) > 0 {
 		out = append(out, "No diff to show for "+strings.Join(plain, ", ")+".\n\n")

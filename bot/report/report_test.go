@@ -440,3 +440,34 @@ func TestHelpers(t *testing.T) {
 		}
 	}
 }
+
+func TestLiveNotice(t *testing.T) {
+	checked := diffing.TargetReport{Name: "a", Cluster: "prod", LiveChecked: true, LiveMode: "simulate"}
+	noCluster := diffing.TargetReport{Name: "b"}
+	off := diffing.TargetReport{Name: "c", Cluster: "prod", LiveMode: "off"}
+	unavailable := diffing.TargetReport{Name: "d", Cluster: "prod", LiveMode: "simulate",
+		Findings: []diffing.Finding{{Rule: diffing.RuleLiveUnavailable, Severity: diffing.SeverityError,
+			Message: "cluster `prod` could not be read: connection refused"}}}
+	broken := diffing.TargetReport{Name: "e", Cluster: "prod", Error: "x.yaml:1: bad"}
+	tail := " only what the PR changes in git, not what the merge does to the cluster.\n"
+	tests := []struct {
+		name    string
+		targets []diffing.TargetReport
+		want    string
+	}{
+		{"all checked", []diffing.TargetReport{checked}, ""},
+		{"render error only", []diffing.TargetReport{checked, broken}, ""},
+		{"one target", []diffing.TargetReport{noCluster}, "\n> **No live comparison:** no cluster configured. This comment shows" + tail},
+		{"all off", []diffing.TargetReport{off, off}, "\n> **No live comparison:** live mode is off for all targets. This comment shows" + tail},
+		{"mixed", []diffing.TargetReport{checked, noCluster, unavailable},
+			"\n> **No live comparison:** no cluster configured for `b`; cluster `prod` could not be read (see `live-unavailable`) for `d`. For those targets it shows" + tail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := newLayout(&diffing.Report{Targets: tt.targets}, DefaultOptions()).liveNotice()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("liveNotice (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
