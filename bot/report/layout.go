@@ -185,7 +185,8 @@ func (l *layout) newSection(i int) *section {
 			}
 			s.pr = append(s.pr, u)
 		}
-		if c.LiveDiff != "" || (c.LiveAction != "" && c.LiveAction != diffing.ActionUnchanged) {
+		liveShown := t.LiveChecked && t.Error == "" // never a partial live diff
+		if liveShown && (c.LiveDiff != "" || (c.LiveAction != "" && c.LiveAction != diffing.ActionUnchanged)) {
 			what := string(c.LiveAction)
 			if c.RevertsDrift {
 				what = "reverts live drift"
@@ -365,7 +366,7 @@ func (l *layout) preamble(t *diffing.TargetReport) string {
 	if len(t.Notes) > 0 {
 		b.WriteString("Notes:\n\n")
 		for _, n := range t.Notes {
-			b.WriteString("- " + oneLine(n) + "\n")
+			b.WriteString("- " + inlineMD(oneLine(n)) + "\n")
 		}
 		b.WriteString("\n")
 	}

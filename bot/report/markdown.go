@@ -311,7 +311,7 @@ func (l *layout) rowText(rw row) string {
 		}
 		cells = append(cells, target)
 	}
-	cells = append(cells, object, msg)
+	cells = append(cells, object, inlineMD(msg))
 	for i := range cells {
 		cells[i] = cell(cells[i])
 	}

@@ -289,6 +289,7 @@ func TestFence(t *testing.T) {
 	}{
 		{"plain", "-a: 1\n+a: 2\n", "```"},
 		{"three", " data:\n-  README: |\n-    ```sh\n+    ```bash\n", "````"},
+		{"five in a value", " data:\n+  doc: '`````'\n", "``````"},
 		{"four and three", " data:\n+  doc: \"````go\"\n-  x: ```\n", "`````"},
 		{"no trailing newline", "-a\n+b", "```"},
 	}
@@ -323,6 +324,21 @@ func TestCell(t *testing.T) {
 	for _, tt := range tests {
 		if got := cell(tt.in); got != tt.want {
 			t.Errorf("cell(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestInlineMD(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"no html", "no html"},
+		{"was <none>, now 3", "was &lt;none>, now 3"},
+		{"`<none>` stays in code", "`<none>` stays in code"},
+		{"``a ` <b>`` then <i>", "``a ` <b>`` then &lt;i>"},
+		{"unclosed ` <x>", "unclosed ` &lt;x>"},
+	}
+	for _, tt := range tests {
+		if got := inlineMD(tt.in); got != tt.want {
+			t.Errorf("inlineMD(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -469,5 +485,51 @@ func TestLiveNotice(t *testing.T) {
 				t.Errorf("liveNotice (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestPagesHugeFinding(t *testing.T) {
+	r := manyFindingsReport(30)
+	huge := strings.Repeat("This message goes on and on | with pipes and `code`. ", 200)
+	r.Targets[0].Findings[3].Message = huge
+	opts := DefaultOptions()
+	opts.MaxChars = 4000
+	pages := Pages(r, opts)
+	all := strings.Join(pages, "")
+	for i, p := range pages {
+		if len(p) > opts.MaxChars {
+			t.Errorf("page %d: len = %d, over %d", i+1, len(p), opts.MaxChars)
+		}
+	}
+	if !strings.Contains(all, "| 🔴 | `prune-stateful` | PersistentVolumeClaim `data/vol-003` | This message goes on and on \\| with pipes") ||
+		!strings.Contains(all, "… (cut) |\n") {
+		t.Errorf("the oversized finding is not shown cut:\n%s", all)
+	}
+	for i, f := range r.Targets[0].Findings {
+		if i != 3 && !strings.Contains(all, f.Message) {
+			t.Errorf("finding %q is missing", f.Message)
+		}
+	}
+}
+
+func BenchmarkMarkdown(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		r    *diffing.Report
+	}{{"example", exampleReport()}, {"300-objects", bigReport(300)}, {"2000-objects", bigReport(2000)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				Markdown(bc.r, DefaultOptions())
+			}
+		})
+	}
+}
+
+func BenchmarkPages(b *testing.B) {
+	r := manyFindingsReport(1000)
+	opts := DefaultOptions()
+	opts.MaxChars = 4000
+	for b.Loop() {
+		Pages(r, opts)
 	}
 }

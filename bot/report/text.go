@@ -86,6 +86,61 @@ func cell(s string) string {
 	return cellEscaper.Replace(strings.TrimSpace(s))
 }
 
+// inlineMD keeps a message's Markdown (code spans, emphasis) but escapes "<"
+// outside code spans, so that a value such as <none> is shown rather than eaten
+// by the host's HTML sanitizer.
+func inlineMD(s string) string {
+	if !strings.Contains(s, "<") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case '`':
+			n := runAt(s, i)
+			if j := closingRun(s, i+n, n); j >= 0 {
+				b.WriteString(s[i : j+n])
+				i = j + n
+				continue
+			}
+			b.WriteString(s[i : i+n])
+			i += n
+		case '<':
+			b.WriteString("&lt;")
+			i++
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String()
+}
+
+// runAt is the length of the backtick run starting at s[i].
+func runAt(s string, i int) int {
+	n := 0
+	for i+n < len(s) && s[i+n] == '`' {
+		n++
+	}
+	return n
+}
+
+// closingRun finds the next run of exactly n backticks at or after from.
+func closingRun(s string, from, n int) int {
+	for i := from; i < len(s); {
+		if s[i] != '`' {
+			i++
+			continue
+		}
+		m := runAt(s, i)
+		if m == n {
+			return i
+		}
+		i += m
+	}
+	return -1
+}
+
 // esc escapes text placed inside HTML such as <summary>.
 func esc(s string) string { return html.EscapeString(oneLine(s)) }
 
