@@ -1,0 +1,69 @@
+package gitlab
+
+import (
+	"context"
+	"fmt"
+
+	gl "gitlab.com/gitlab-org/api/client-go"
+
+	"github.com/driftpreview/driftpreview/bot"
+	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
+)
+
+// UpsertComment makes the bot's notes on the merge request equal pages: pages[0] is
+// the one sticky note, found by its hidden marker `<!-- KEY -->` (key "" means
+// hosttext.DefaultKey) and edited in place; pages[i] is follow-up i+1, marked
+// `<!-- KEY page N -->`. Missing notes are created, unchanged ones left alone, stale
+// follow-ups and duplicates deleted. Only notes written by the token's own user are
+// considered, so a human quoting the marker is never touched. Pages longer than
+// MaxCommentLength are truncated with a note.
+func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages []string) error {
+	self, err := c.selfID(ctx)
+	if err != nil {
+		return fmt.Errorf("upserting note on %s!%d: %w", pr.Repo, pr.Number, err)
+	}
+	mu := c.prLock(pr)
+	mu.Lock()
+	defer mu.Unlock()
+
+	iid := int64(pr.Number)
+	var existing []hosttext.Comment
+	opts := &gl.ListMergeRequestNotesOptions{
+		ListOptions: gl.ListOptions{PerPage: 100, Page: 1},
+		OrderBy:     gl.Ptr("created_at"),
+		Sort:        gl.Ptr("asc"),
+	}
+	for {
+		notes, resp, err := c.api.Notes.ListMergeRequestNotes(pid(pr), iid, opts, gl.WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("listing notes of %s!%d: %w", pr.Repo, pr.Number, err)
+		}
+		for _, n := range notes {
+			if !n.System && n.Author.ID == self {
+				existing = append(existing, hosttext.Comment{ID: n.ID, Body: n.Body})
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	ops, err := hosttext.Plan(key, existing, pages, MaxCommentLength)
+	if err != nil {
+		return fmt.Errorf("upserting note on %s!%d: %w", pr.Repo, pr.Number, err)
+	}
+	for _, op := range ops {
+		switch op.Kind {
+		case hosttext.OpCreate:
+			_, _, err = c.api.Notes.CreateMergeRequestNote(pid(pr), iid, &gl.CreateMergeRequestNoteOptions{Body: gl.Ptr(op.Body)}, gl.WithContext(ctx))
+		case hosttext.OpUpdate:
+			_, _, err = c.api.Notes.UpdateMergeRequestNote(pid(pr), iid, op.ID, &gl.UpdateMergeRequestNoteOptions{Body: gl.Ptr(op.Body)}, gl.WithContext(ctx))
+		case hosttext.OpDelete:
+			_, err = c.api.Notes.DeleteMergeRequestNote(pid(pr), iid, op.ID, gl.WithContext(ctx))
+		}
+		if err != nil {
+			return fmt.Errorf("%s note (page %d) on %s!%d: %w", op.Kind, op.Page, pr.Repo, pr.Number, err)
+		}
+	}
+	return nil
+}
