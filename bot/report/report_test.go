@@ -264,6 +264,7 @@ func TestPages(t *testing.T) {
 	if again := Pages(r, opts); !slices.Equal(again, pages) {
 		t.Errorf("Pages is not deterministic")
 	}
+	golden(t, "pages.golden.md", []byte(strings.Join(pages, "\n<!-- ===== next comment ===== -->\n")))
 
 	// Markdown cannot page: it keeps the worst findings and says how many it left out.
 	md := Markdown(r, opts)
