@@ -244,7 +244,7 @@ func fieldOwners(live *unstructured.Unstructured) map[string][]owner {
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.GetRawBytes())); err != nil {
 			continue // one unreadable entry must not hide the others
 		}
 		var t *time.Time

@@ -53,12 +53,6 @@ func (r IgnoreRule) matchesFinding(f Finding) bool {
 	return true
 }
 
-// hidesManager reports whether the rule hides everything one manager does to k.
-func (r IgnoreRule) hidesManager(k render.ObjectKey, manager string) bool {
-	return len(r.Managers) > 0 && len(r.Paths) == 0 && len(r.Rules) == 0 && r.matchesObject(k) &&
-		slices.ContainsFunc(r.Managers, func(m string) bool { return globMatch(m, manager) })
-}
-
 // ignores is the set of ignore rules in force for one Diff.
 type ignores struct {
 	active []IgnoreRule
@@ -122,11 +116,6 @@ func ignoreScope(r IgnoreRule) string {
 // hideFinding reports whether an active rule hides f.
 func (ig ignores) hideFinding(f Finding) bool {
 	return slices.ContainsFunc(ig.active, func(r IgnoreRule) bool { return r.matchesFinding(f) })
-}
-
-// hideManager reports whether an active rule hides all of one manager's fields on k.
-func (ig ignores) hideManager(k render.ObjectKey, manager string) bool {
-	return slices.ContainsFunc(ig.active, func(r IgnoreRule) bool { return r.hidesManager(k, manager) })
 }
 
 // linePaths lists the pointers whose fields are removed from k's diffs.
