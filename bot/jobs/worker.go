@@ -1,0 +1,383 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/driftpreview/driftpreview/bot"
+	"github.com/driftpreview/driftpreview/bot/preview"
+	"github.com/driftpreview/driftpreview/bot/report"
+	"github.com/driftpreview/driftpreview/diffing"
+)
+
+// Host is what a job needs from a host adapter (*github.Client, *gitlab.Client).
+type Host interface {
+	// ResolvePR fills SHAs and refs; a re-run comment carries none.
+	ResolvePR(ctx context.Context, pr bot.PR) (bot.PR, error)
+	// CanRerun reports whether user has write access to pr's repository.
+	CanRerun(ctx context.Context, pr bot.PR, user string) (bool, error)
+	UpsertComment(ctx context.Context, pr bot.PR, key string, pages []string) error
+	SetStatus(ctx context.Context, pr bot.PR, s bot.Status) error
+	// CloneAuth gives the URL to fetch from and the header git must send.
+	CloneAuth(ctx context.Context, pr bot.PR) (cloneURL string, header http.Header, err error)
+}
+
+// Previewer runs the preview pipeline; preview.Run in production.
+type Previewer interface {
+	Preview(ctx context.Context, req preview.Request) (*diffing.Report, error)
+}
+
+// PreviewFunc adapts a function such as preview.Run to Previewer.
+type PreviewFunc func(ctx context.Context, req preview.Request) (*diffing.Report, error)
+
+// Preview calls f.
+func (f PreviewFunc) Preview(ctx context.Context, req preview.Request) (*diffing.Report, error) {
+	return f(ctx, req)
+}
+
+// Heads is the per-PR newest head record (bot/queue implements it).
+type Heads interface {
+	SetHead(ctx context.Context, pr, sha, state string) error
+	Head(ctx context.Context, pr string) (sha, state string, found bool, err error)
+}
+
+// Observer receives job outcomes, for metrics. Outcomes are the Outcome* constants.
+type Observer interface {
+	JobFinished(outcome string, d time.Duration)
+	ReportPosted(pr bot.PR, r *diffing.Report)
+}
+
+// Outcomes of one attempt, the label of the jobs metric.
+const (
+	OutcomeSuccess    = "success"    // posted, nothing fails the policy
+	OutcomeFailure    = "failure"    // posted, the policy fails
+	OutcomeNeutral    = "neutral"    // a fork PR that is not rendered
+	OutcomeSuperseded = "superseded" // a newer head (or a close) took over
+	OutcomeDenied     = "denied"     // a re-run by a user without write access
+	OutcomeRetry      = "retry"      // an error; River retries with backoff
+	OutcomeError      = "error"      // an error on the last attempt: status error
+)
+
+// Options configures the Worker.
+type Options struct {
+	// AllowForkPRs renders fork PRs; otherwise they get a neutral status.
+	AllowForkPRs bool
+	// Clusters and DefaultCluster are passed to every preview.
+	Clusters       map[string]preview.Cluster
+	DefaultCluster *preview.Cluster
+	// MaxChars is each host's comment size limit, by bot.PR.Host.
+	MaxChars map[string]int
+	// Report is the base of the comment options; MaxChars is set per host.
+	Report report.Options
+	// PRRefs is, per host, the format of a PR's head ref (with %d for its number),
+	// fetched when a server refuses to send commits by SHA.
+	PRRefs map[string]string
+	// StatusTimeout bounds the final status call made after the job's context ended.
+	StatusTimeout time.Duration
+	Logger        *slog.Logger
+	Now           func() time.Time
+}
+
+// DefaultOptions: fork PRs off, GitHub's 65536 and GitLab's 1000000 comment limits.
+func DefaultOptions() Options {
+	ro := report.DefaultOptions()
+	ro.RerunHint = "Comment `/driftpreview rerun` to refresh against the live cluster."
+	return Options{
+		MaxChars:      map[string]int{"github": 65536, "gitlab": 1000000},
+		Report:        ro,
+		PRRefs:        map[string]string{"github": "refs/pull/%d/head", "gitlab": "refs/merge-requests/%d/head"},
+		StatusTimeout: 30 * time.Second,
+		Logger:        slog.New(slog.DiscardHandler),
+		Now:           time.Now,
+	}
+}
+
+// Worker runs preview jobs. It is safe for concurrent use.
+type Worker struct {
+	river.WorkerDefaults[Args]
+	hosts   map[string]Host
+	preview Previewer
+	mirror  *Mirror
+	heads   Heads
+	obs     Observer
+	opts    Options
+
+	mu     sync.Mutex
+	postMu map[string]*sync.Mutex
+}
+
+// NewWorker builds a Worker. hosts is keyed by bot.PR.Host; obs may be nil.
+func NewWorker(hosts map[string]Host, p Previewer, m *Mirror, heads Heads, obs Observer, opts Options) *Worker {
+	def := DefaultOptions()
+	if opts.MaxChars == nil {
+		opts.MaxChars = def.MaxChars
+	}
+	if opts.PRRefs == nil {
+		opts.PRRefs = def.PRRefs
+	}
+	if opts.StatusTimeout <= 0 {
+		opts.StatusTimeout = def.StatusTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = def.Logger
+	}
+	if opts.Now == nil {
+		opts.Now = def.Now
+	}
+	return &Worker{hosts: hosts, preview: p, mirror: m, heads: heads, obs: obs, opts: opts, postMu: map[string]*sync.Mutex{}}
+}
+
+// Work runs one attempt. A returned error makes River retry with backoff; on the
+// last attempt the status is completed as an error first.
+func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	begin := w.opts.Now()
+	j := &run{w: w, job: job, pr: job.Args.PR}
+	j.log = w.opts.Logger.With("job", job.ID, "attempt", job.Attempt, "host", j.pr.Host,
+		"repo", j.pr.Repo, "pr", j.pr.Number, "delivery", job.Args.DeliveryID)
+	outcome, err := j.do(ctx)
+	if err != nil {
+		outcome = j.failed(ctx, err)
+	}
+	d := w.opts.Now().Sub(begin)
+	j.log.Info("job finished", "outcome", outcome, "duration", d.Round(time.Millisecond), "error", errString(err))
+	if w.obs != nil {
+		w.obs.JobFinished(outcome, d)
+	}
+	return err
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// run is the state of one attempt.
+type run struct {
+	w       *Worker
+	job     *river.Job[Args]
+	pr      bot.PR
+	host    Host
+	log     *slog.Logger
+	started time.Time // when this attempt set in_progress; zero before
+}
+
+func (j *run) do(ctx context.Context) (string, error) {
+	host, ok := j.w.hosts[j.pr.Host]
+	if !ok {
+		// A job for a host this server no longer serves: nothing can be posted.
+		j.log.Error("job for a host that is not configured; dropping it")
+		return OutcomeError, nil
+	}
+	j.host = host
+	key := PRKey(j.pr)
+	if j.job.Args.Rerun {
+		allowed, err := host.CanRerun(ctx, j.pr, j.job.Args.Actor)
+		if err != nil {
+			return "", fmt.Errorf("checking %s's permission to re-run: %w", j.job.Args.Actor, err)
+		}
+		if !allowed {
+			j.log.Info("re-run refused: no write access", "actor", j.job.Args.Actor)
+			return OutcomeDenied, nil
+		}
+		pr, err := host.ResolvePR(ctx, j.pr)
+		if err != nil {
+			return "", fmt.Errorf("resolving %s: %w", key, err)
+		}
+		j.pr = pr
+		if err := j.w.heads.SetHead(ctx, key, pr.HeadSHA, "open"); err != nil {
+			return "", err
+		}
+	}
+	if sup, why, err := j.superseded(ctx); err != nil {
+		return "", err
+	} else if sup {
+		j.log.Info("superseded before start", "reason", why)
+		return OutcomeSuperseded, nil
+	}
+	if j.pr.Fork && !j.w.opts.AllowForkPRs {
+		err := host.SetStatus(ctx, j.pr, bot.Status{
+			State: bot.StateNeutral,
+			Title: "Not previewed: pull request from a fork",
+			Summary: "driftpreview does not render pull requests from forks on this server, because their manifests are untrusted input. " +
+				"A maintainer can enable fork PRs with `allowForkPRs: true` in the server configuration.",
+			DetailsURL: j.pr.URL,
+		})
+		if err != nil {
+			return "", fmt.Errorf("setting fork status: %w", err)
+		}
+		return OutcomeNeutral, nil
+	}
+	j.started = j.w.opts.Now()
+	if err := host.SetStatus(ctx, j.pr, bot.Status{
+		State: bot.StateInProgress, Title: "Previewing " + short(j.pr.BaseSHA) + ".." + short(j.pr.HeadSHA),
+		StartedAt: j.started, DetailsURL: j.pr.URL,
+	}); err != nil {
+		return "", fmt.Errorf("setting in-progress status: %w", err)
+	}
+	rep, err := j.render(ctx)
+	if err != nil {
+		return "", err
+	}
+	opts := j.w.opts.Report
+	if n := j.w.opts.MaxChars[j.pr.Host]; n > 0 {
+		opts.MaxChars = n
+	}
+	pages := report.Pages(rep, opts)
+	state := bot.StateSuccess
+	outcome := OutcomeSuccess
+	if rep.Failing {
+		state, outcome = bot.StateFailure, OutcomeFailure
+	}
+
+	// Post under the PR's lock, after checking no newer head took over, so an
+	// older SHA's result never overwrites a newer one.
+	unlock := j.w.lockPR(key)
+	defer unlock()
+	if sup, why, err := j.superseded(ctx); err != nil {
+		return "", err
+	} else if sup {
+		j.finish(ctx, bot.StateNeutral, "Superseded", why)
+		return OutcomeSuperseded, nil
+	}
+	if err := host.UpsertComment(ctx, j.pr, "", pages); err != nil {
+		return "", fmt.Errorf("posting the comment: %w", err)
+	}
+	if err := host.SetStatus(ctx, j.pr, bot.Status{
+		State: state, Title: report.Title(rep), Summary: pages[0],
+		StartedAt: j.started, DetailsURL: j.pr.URL,
+	}); err != nil {
+		return "", fmt.Errorf("setting the final status: %w", err)
+	}
+	if j.w.obs != nil {
+		j.w.obs.ReportPosted(j.pr, rep)
+	}
+	return outcome, nil
+}
+
+// render fetches both commits into the mirror and runs the preview.
+func (j *run) render(ctx context.Context) (*diffing.Report, error) {
+	cloneURL, header, err := j.host.CloneAuth(ctx, j.pr)
+	if err != nil {
+		return nil, fmt.Errorf("getting clone credentials: %w", err)
+	}
+	var refs []string
+	if f, ok := j.w.opts.PRRefs[j.pr.Host]; ok {
+		refs = append(refs, fmt.Sprintf(f, j.pr.Number))
+	}
+	if j.pr.BaseRef != "" {
+		refs = append(refs, "refs/heads/"+j.pr.BaseRef)
+	}
+	dir, err := j.w.mirror.Fetch(ctx, FetchRequest{
+		Host: j.pr.Host, Repo: j.pr.Repo, URL: cloneURL, Header: header,
+		SHAs: []string{j.pr.BaseSHA, j.pr.HeadSHA}, Refs: refs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep, err := j.w.preview.Preview(ctx, preview.Request{
+		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA,
+		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster,
+		Now: j.w.opts.Now(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("previewing %s..%s: %w", short(j.pr.BaseSHA), short(j.pr.HeadSHA), err)
+	}
+	if rep == nil {
+		return nil, errors.New("previewing: no report")
+	}
+	return rep, nil
+}
+
+// superseded reports whether a newer head or a close took over this PR.
+func (j *run) superseded(ctx context.Context) (bool, string, error) {
+	sha, state, found, err := j.w.heads.Head(ctx, PRKey(j.pr))
+	if err != nil {
+		return false, "", err
+	}
+	switch {
+	case !found:
+		return false, "", nil
+	case state == "closed":
+		return true, "The pull request was closed.", nil
+	case sha != "" && sha != j.pr.HeadSHA:
+		return true, "A newer commit (" + short(sha) + ") is being previewed.", nil
+	}
+	return false, "", nil
+}
+
+// failed completes the status after an error when no retry will follow (last
+// attempt, or the job was cancelled) and returns the outcome.
+func (j *run) failed(ctx context.Context, err error) string {
+	if j.host == nil {
+		return OutcomeError
+	}
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely) {
+		// Cancelled by a push or a close: say so on this commit if it was started.
+		if !j.started.IsZero() {
+			_, why, _ := j.superseded(context.WithoutCancel(ctx))
+			if why == "" {
+				why = "The job was cancelled."
+			}
+			j.finish(ctx, bot.StateNeutral, "Superseded", why)
+		}
+		return OutcomeSuperseded
+	}
+	if j.job.Attempt < j.job.MaxAttempts {
+		j.log.Warn("attempt failed; River will retry", "error", err)
+		return OutcomeRetry
+	}
+	if j.pr.HeadSHA != "" {
+		j.finish(ctx, bot.StateError, "driftpreview could not finish", "driftpreview gave up after "+
+			fmt.Sprint(j.job.Attempt)+" attempts: "+firstLine(err.Error()))
+	}
+	return OutcomeError
+}
+
+// finish sets a final status even when ctx is already done.
+func (j *run) finish(ctx context.Context, state bot.State, title, summary string) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.w.opts.StatusTimeout)
+	defer cancel()
+	if err := j.host.SetStatus(sctx, j.pr, bot.Status{State: state, Title: title, Summary: summary, StartedAt: j.started, DetailsURL: j.pr.URL}); err != nil {
+		j.log.Error("setting the final status failed", "state", state, "error", err)
+	}
+}
+
+func (w *Worker) lockPR(key string) func() {
+	w.mu.Lock()
+	mu, ok := w.postMu[key]
+	if !ok {
+		mu = &sync.Mutex{}
+		w.postMu[key] = mu
+	}
+	w.mu.Unlock()
+	mu.Lock()
+	return mu.Unlock
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}

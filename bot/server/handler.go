@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/driftpreview/driftpreview/bot"
+	"github.com/driftpreview/driftpreview/bot/jobs"
+	"github.com/driftpreview/driftpreview/bot/queue"
+	"github.com/driftpreview/driftpreview/bot/serverconfig"
+)
+
+// MaxBodyBytes caps a webhook body; larger deliveries get 413.
+const MaxBodyBytes = 25 << 20
+
+// WebhookParser verifies and parses one host's deliveries (*github.Client,
+// *gitlab.Client). Its error wraps bot.ErrUnauthorized for a bad or missing
+// signature or token.
+type WebhookParser interface {
+	ParseWebhook(h http.Header, body []byte) (bot.Event, error)
+}
+
+// Queue is what the handler needs from the durable queue (*queue.Queue).
+type Queue interface {
+	Ping(ctx context.Context) error
+	MarkDelivery(ctx context.Context, host, id string) (bool, error)
+	ForgetDelivery(ctx context.Context, host, id string) error
+	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (int64, bool, error)
+	SetHead(ctx context.Context, pr, sha, state string) error
+	SetState(ctx context.Context, pr, state string) error
+	CancelTagged(ctx context.Context, tag string, cancel func(*rivertype.JobRow) bool) ([]int64, error)
+}
+
+// HandlerOptions configures the HTTP handler.
+type HandlerOptions struct {
+	// Repos is the allowlist of path.Match globs; empty allows all.
+	Repos []string
+	// MaxBodyBytes caps webhook bodies (default MaxBodyBytes).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// Handler serves /webhooks/{host}, /healthz, /readyz and /metrics.
+type Handler struct {
+	hosts   map[string]WebhookParser
+	queue   Queue
+	metrics *Metrics
+	opts    HandlerOptions
+	log     *slog.Logger
+	mux     *http.ServeMux
+}
+
+// NewHandler builds the handler; hosts is keyed by the path segment and bot.PR.Host
+// ("github", "gitlab").
+func NewHandler(hosts map[string]WebhookParser, q Queue, m *Metrics, opts HandlerOptions) *Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = MaxBodyBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{hosts: hosts, queue: q, metrics: m, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	h.mux.HandleFunc("POST /webhooks/{host}", h.webhook)
+	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { reply(w, http.StatusOK, "ok", "") })
+	h.mux.HandleFunc("GET /readyz", h.ready)
+	h.mux.Handle("GET /metrics", m.Handler())
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+func (h *Handler) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if err := h.queue.Ping(ctx); err != nil {
+		h.log.Warn("not ready", "error", err)
+		reply(w, http.StatusServiceUnavailable, "unavailable", "queue store unreachable")
+		return
+	}
+	reply(w, http.StatusOK, "ok", "")
+}
+
+// response is the JSON body of every webhook answer.
+type response struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Job    int64  `json:"job,omitempty"`
+}
+
+func reply(w http.ResponseWriter, code int, status, reason string) {
+	replyJob(w, code, response{Status: status, Reason: reason})
+}
+
+func replyJob(w http.ResponseWriter, code int, r response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(r)
+}
+
+func (h *Handler) webhook(w http.ResponseWriter, r *http.Request) {
+	hostName := r.PathValue("host")
+	host, ok := h.hosts[hostName]
+	if !ok {
+		reply(w, http.StatusNotFound, "not_found", "this server does not serve "+hostName+" webhooks")
+		return
+	}
+	log := h.log.With("host", hostName)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.metrics.delivery(hostName, "too_large")
+			log.Warn("webhook body too large", "limit", h.opts.MaxBodyBytes)
+			reply(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body exceeds %d bytes", h.opts.MaxBodyBytes))
+			return
+		}
+		h.metrics.delivery(hostName, "bad_request")
+		reply(w, http.StatusBadRequest, "bad_request", "reading body failed")
+		return
+	}
+	ev, err := host.ParseWebhook(r.Header, body)
+	if err != nil {
+		if errors.Is(err, bot.ErrUnauthorized) {
+			h.metrics.delivery(hostName, "unauthorized")
+			log.Warn("webhook rejected", "error", err, "remote", r.RemoteAddr)
+			reply(w, http.StatusUnauthorized, "unauthorized", "signature or token missing or wrong")
+			return
+		}
+		h.metrics.delivery(hostName, "bad_request")
+		log.Warn("webhook not understood", "error", err)
+		reply(w, http.StatusBadRequest, "bad_request", "payload not understood")
+		return
+	}
+	log = log.With("delivery", ev.DeliveryID, "event", ev.Kind, "repo", ev.PR.Repo, "pr", ev.PR.Number)
+	result, code, resp := h.accept(r.Context(), hostName, ev, log)
+	h.metrics.delivery(hostName, result)
+	if resp.Status == "" {
+		resp.Status = result
+	}
+	replyJob(w, code, resp)
+}
+
+// accept decides what a verified delivery does; it returns the metric result.
+func (h *Handler) accept(ctx context.Context, hostName string, ev bot.Event, log *slog.Logger) (string, int, response) {
+	if ev.Kind == bot.EventIgnore || ev.Kind == "" {
+		log.Debug("ignoring delivery", "reason", ev.Reason)
+		return "ignored", http.StatusOK, response{Reason: ev.Reason}
+	}
+	if ev.PR.Host == "" {
+		ev.PR.Host = hostName
+	}
+	if !serverconfig.MatchRepo(h.opts.Repos, ev.PR.Repo) {
+		log.Info("ignoring delivery: repository not in the allowlist")
+		return "not_allowed", http.StatusOK, response{Reason: "repository " + ev.PR.Repo + " is not in this server's allowlist"}
+	}
+	if ev.DeliveryID == "" {
+		return "bad_request", http.StatusBadRequest, response{Reason: "no delivery ID"}
+	}
+	fresh, err := h.queue.MarkDelivery(ctx, hostName, ev.DeliveryID)
+	if err != nil {
+		log.Error("recording delivery failed", "error", err)
+		return "error", http.StatusServiceUnavailable, response{Reason: "queue unavailable"}
+	}
+	if !fresh {
+		log.Info("duplicate delivery")
+		return "duplicate", http.StatusOK, response{}
+	}
+	result, code, resp, err := h.enqueue(ctx, ev, log)
+	if err != nil {
+		log.Error("queueing delivery failed", "error", err)
+		// Let the host redeliver: forget the ID so the retry is not a duplicate.
+		if ferr := h.queue.ForgetDelivery(context.WithoutCancel(ctx), hostName, ev.DeliveryID); ferr != nil {
+			log.Error("forgetting delivery failed", "error", ferr)
+		}
+		return "error", http.StatusServiceUnavailable, response{Reason: "queue unavailable"}
+	}
+	return result, code, resp
+}
+
+func (h *Handler) enqueue(ctx context.Context, ev bot.Event, log *slog.Logger) (string, int, response, error) {
+	key, tag := jobs.PRKey(ev.PR), jobs.PRTag(ev.PR)
+	switch ev.Kind {
+	case bot.EventClose:
+		if err := h.queue.SetState(ctx, key, queue.PRClosed); err != nil {
+			return "", 0, response{}, err
+		}
+		ids, err := h.queue.CancelTagged(ctx, tag, nil)
+		if err != nil {
+			return "", 0, response{}, err
+		}
+		log.Info("pull request closed: cancelled its jobs", "cancelled", len(ids))
+		return "cancelled", http.StatusOK, response{Reason: fmt.Sprintf("cancelled %d job(s)", len(ids))}, nil
+	case bot.EventRun:
+		if err := h.queue.SetHead(ctx, key, ev.PR.HeadSHA, queue.PROpen); err != nil {
+			return "", 0, response{}, err
+		}
+		ids, err := h.queue.CancelTagged(ctx, tag, func(row *rivertype.JobRow) bool {
+			var a jobs.Args
+			if json.Unmarshal(row.EncodedArgs, &a) != nil {
+				return false
+			}
+			return a.PR.HeadSHA != ev.PR.HeadSHA || a.PR.BaseSHA != ev.PR.BaseSHA
+		})
+		if err != nil {
+			return "", 0, response{}, err
+		}
+		if len(ids) > 0 {
+			log.Info("superseded older jobs", "cancelled", ids)
+		}
+	case bot.EventRerun:
+	default:
+		return "ignored", http.StatusOK, response{Reason: "unknown event kind " + string(ev.Kind)}, nil
+	}
+	id, dup, err := h.queue.Insert(ctx, jobs.NewArgs(ev), nil)
+	if err != nil {
+		return "", 0, response{}, err
+	}
+	if dup {
+		log.Info("same preview already queued", "job", id)
+		return "duplicate", http.StatusOK, response{Job: id, Reason: "same base and head already queued"}, nil
+	}
+	log.Info("queued preview", "job", id, "head", ev.PR.HeadSHA)
+	return "queued", http.StatusAccepted, response{Job: id}, nil
+}

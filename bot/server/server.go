@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/driftpreview/driftpreview/bot/jobs"
+	"github.com/driftpreview/driftpreview/bot/queue"
+)
+
+// Host is a full host adapter: webhook parsing plus what jobs post.
+type Host interface {
+	WebhookParser
+	jobs.Host
+}
+
+// Options wires a Server.
+type Options struct {
+	// Listen is the HTTP address (":8080").
+	Listen string
+	// Hosts are the served hosts by name ("github", "gitlab").
+	Hosts     map[string]Host
+	Previewer jobs.Previewer
+	// WorkDir holds the bare git mirrors.
+	WorkDir string
+	Queue   queue.Options
+	Jobs    jobs.Options
+	Handler HandlerOptions
+	Logger  *slog.Logger
+	// ShutdownTimeout bounds the graceful stop of HTTP and running jobs.
+	ShutdownTimeout time.Duration
+}
+
+// Server is the running bot: HTTP handler, queue and worker.
+type Server struct {
+	opts    Options
+	Queue   *queue.Queue
+	Metrics *Metrics
+	handler *Handler
+	log     *slog.Logger
+}
+
+// New opens the queue (running migrations), registers the worker and builds the
+// handler. Call Run to serve, or use Handler directly in tests.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if len(opts.Hosts) == 0 {
+		return nil, errors.New("starting server: no host configured")
+	}
+	if opts.Previewer == nil {
+		return nil, errors.New("starting server: no previewer")
+	}
+	m := NewMetrics()
+	workers := river.NewWorkers()
+	opts.Queue.Workers = workers
+	opts.Queue.Logger = opts.Logger
+	q, err := queue.Open(ctx, opts.Queue)
+	if err != nil {
+		return nil, err
+	}
+	jobHosts := map[string]jobs.Host{}
+	parsers := map[string]WebhookParser{}
+	for name, h := range opts.Hosts {
+		jobHosts[name] = h
+		parsers[name] = h
+	}
+	opts.Jobs.Logger = opts.Logger
+	w := jobs.NewWorker(jobHosts, opts.Previewer, jobs.NewMirror(opts.WorkDir), q, m, opts.Jobs)
+	river.AddWorker(workers, w)
+	opts.Handler.Logger = opts.Logger
+	return &Server{
+		opts: opts, Queue: q, Metrics: m, log: opts.Logger,
+		handler: NewHandler(parsers, q, m, opts.Handler),
+	}, nil
+}
+
+// Handler is the HTTP handler (webhooks, health, metrics).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run starts the workers and serves HTTP on Options.Listen until ctx is done, then
+// stops gracefully: HTTP first, then the queue (running jobs get a grace period and
+// are rescued by the next process if they do not finish). It closes the queue.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		s.Queue.Close()
+		return fmt.Errorf("listening on %s: %w", s.opts.Listen, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on an existing listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	defer s.Queue.Close()
+	if err := s.Queue.Start(ctx); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("serving", "addr", ln.Addr().String(), "queue", s.Queue.Driver())
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	s.log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn("http shutdown", "error", err)
+	}
+	if err := s.Queue.Stop(sctx); err != nil {
+		s.log.Warn("queue shutdown", "error", err)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serving http: %w", serveErr)
+	}
+	return nil
+}
