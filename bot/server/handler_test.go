@@ -293,7 +293,7 @@ func TestHealthReadyMetrics(t *testing.T) {
 	drift2.Path = "/data/B"
 	s.Metrics.ReportPosted(pr("acme/shop", 1, shaA), &diffing.Report{
 		Findings: []diffing.Finding{{Rule: diffing.RuleConfigError}},
-		Targets: []diffing.TargetReport{{Name: "shop-prod", Findings: []diffing.Finding{drift, drift2, {Rule: diffing.RuleDataLoss}}}},
+		Targets:  []diffing.TargetReport{{Name: "shop-prod", Findings: []diffing.Finding{drift, drift2, {Rule: diffing.RuleDataLoss}}}},
 	})
 
 	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"ok"`) {
