@@ -223,7 +223,7 @@ func TestDiscoverFlux(t *testing.T) {
 		}
 	}
 	wantVars := map[string]string{
-		"api_token":    "(hidden: Secret cluster-secrets key api_token)",
+		"api_token":    "(hidden Secret cluster-secrets/api_token)",
 		"cluster_name": "prod", // postBuild.substitute wins over the ConfigMap
 		"domain":       "prod.example.com",
 		"replicas":     "3",

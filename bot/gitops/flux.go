@@ -281,7 +281,8 @@ func (d *discovery) fluxVars(pb *fluxPostBuild, ns string, fx *fluxIndex, notes 
 
 // secretPlaceholder stands in for a value read from a Secret.
 func secretPlaceholder(secret, key string) string {
-	return fmt.Sprintf("(hidden: Secret %s key %s)", secret, key)
+	// No ": " or " #": substituted into YAML text it must stay one plain scalar.
+	return fmt.Sprintf("(hidden Secret %s/%s)", secret, key)
 }
 
 // stringData reads a ConfigMap's data, or a Secret's data and stringData. Callers

@@ -41,13 +41,18 @@ func Substitute(set render.ObjectSet, vars map[string]string) (render.ObjectSet,
 			errs = append(errs, &render.Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: %w", o.Key, err)})
 			continue
 		}
-		var obj map[string]any
-		if err := yaml.Unmarshal([]byte(text), &obj); err != nil {
-			// The YAML error may quote a substituted value: do not wrap it.
-			errs = append(errs, &render.Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: the result is not valid YAML; check the variables it uses for characters such as ':' or newlines", o.Key)})
+		// Through JSON into Unstructured, so integers stay int64 as the rest of
+		// the pipeline expects.
+		j, err := yaml.YAMLToJSON([]byte(text))
+		u := &unstructured.Unstructured{}
+		if err == nil {
+			err = u.UnmarshalJSON(j)
+		}
+		if err != nil {
+			// The error may quote a substituted value: do not wrap it.
+			errs = append(errs, &render.Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: the result is not a valid object; check the variables it uses for characters such as ':' or newlines", o.Key)})
 			continue
 		}
-		u := &unstructured.Unstructured{Object: obj}
 		out.Objects = append(out.Objects, render.Object{Key: render.KeyOf(u), Obj: u, Source: o.Source})
 	}
 	if len(errs) > 0 {
