@@ -3,8 +3,8 @@ package diffing
 import "slices"
 
 // Finish applies policy p to a whole report: it sets each finding's severity from
-// p.Severity overrides, marks Failing (the rules in p.Fail fail whatever their
-// severity; with no p.Fail, every error-severity finding fails), re-sorts the
+// p.Severity overrides, marks Failing (every error-severity finding fails, and so do
+// the rules in p.Fail whatever their severity), re-sorts the
 // findings, and computes each target's Worst and the report's Worst and Failing.
 // The comment and the exit code read only what Finish computed.
 func Finish(r *Report, p Policy) {
@@ -16,11 +16,7 @@ func Finish(r *Report, p Policy) {
 			if s, ok := p.Severity[f.Rule]; ok {
 				f.Severity = s
 			}
-			if len(p.Fail) > 0 {
-				f.Failing = slices.Contains(p.Fail, f.Rule)
-			} else {
-				f.Failing = f.Severity == SeverityError
-			}
+			f.Failing = f.Severity == SeverityError || slices.Contains(p.Fail, f.Rule)
 			r.Failing = r.Failing || f.Failing
 		}
 		SortFindings(fs)

@@ -45,20 +45,20 @@ func TestFinish(t *testing.T) {
 			},
 		},
 		{
-			name:   "fail list fails a warning and spares an unlisted error",
+			name:   "fail list fails a warning, and an unlisted error still fails",
 			policy: Policy{Fail: []Rule{RulePrune}},
 			want: result{
 				Worst: SeverityError, Failing: true, TargetWorst: SeverityError,
 				Findings: []string{"error live-unavailable /", "warning field-conflict Deployment/shop/web", "warning prune ConfigMap/shop/a"},
-				Failing1: []bool{false, false, true},
+				Failing1: []bool{true, false, true},
 			},
 		},
 		{
-			name:   "nothing fails",
-			policy: Policy{Fail: []Rule{RuleDataLoss}},
+			name:   "nothing fails once the error is lowered",
+			policy: Policy{Fail: []Rule{RuleDataLoss}, Severity: map[Rule]Severity{RuleLiveUnavailable: SeverityWarning}},
 			want: result{
-				Worst: SeverityError, Failing: false, TargetWorst: SeverityError,
-				Findings: []string{"error live-unavailable /", "warning field-conflict Deployment/shop/web", "warning prune ConfigMap/shop/a"},
+				Worst: SeverityWarning, Failing: false, TargetWorst: SeverityWarning,
+				Findings: []string{"warning field-conflict Deployment/shop/web", "warning live-unavailable /", "warning prune ConfigMap/shop/a"},
 				Failing1: []bool{false, false, false},
 			},
 		},

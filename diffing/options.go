@@ -53,8 +53,9 @@ type IgnoreRule struct {
 
 // Policy decides which findings fail the status check.
 type Policy struct {
-	// Fail lists rules that fail regardless of severity. When empty, every finding
-	// of severity error fails.
+	// Fail lists rules that fail the check whatever their severity (say, prune at
+	// warning). Every error-severity finding fails in any case, so raising a rule to
+	// error in Severity also makes it fail: a failing status never hides an error.
 	Fail []Rule
 	// Severity overrides a rule's default severity.
 	Severity map[Rule]Severity

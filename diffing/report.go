@@ -212,6 +212,8 @@ type Report struct {
 	Targets     []TargetReport `json:"targets"`
 	// Findings not tied to one target (config-error, ignore-expired).
 	Findings []Finding `json:"findings,omitempty"`
-	Worst    Severity  `json:"worst"`
-	Failing  bool      `json:"failing"`
+	// Notes are remarks about the run as a whole (discovery, unsupported sources).
+	Notes   []string `json:"notes,omitempty"`
+	Worst   Severity `json:"worst"`
+	Failing bool     `json:"failing"`
 }
