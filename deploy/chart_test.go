@@ -1,0 +1,268 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/driftpreview/driftpreview/bot/serverconfig"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+const chart = "deploy/chart/driftpreview"
+
+// writeVerbs are the RBAC verbs that change cluster state or grant more rights.
+var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate", "*"}
+
+func renderChart(t *testing.T, values map[string]any) render.ObjectSet {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := render.DefaultOptions()
+	opts.Renderer = render.RendererHelm
+	opts.Namespace = "driftpreview"
+	opts.Helm.ReleaseName = "driftpreview"
+	opts.Helm.Values = values
+	set, err := render.Render(context.Background(), root, chart, opts)
+	if err != nil {
+		t.Fatalf("rendering %s: %v", chart, err)
+	}
+	return set
+}
+
+func byKind(set render.ObjectSet, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range set.Objects {
+		if o.Key.Kind == kind {
+			out = append(out, o.Obj)
+		}
+	}
+	return out
+}
+
+// grants lists "role: verb" for every write verb any Role or ClusterRole grants.
+func grants(t *testing.T, set render.ObjectSet) []string {
+	t.Helper()
+	var out []string
+	for _, kind := range []string{"Role", "ClusterRole"} {
+		for _, r := range byKind(set, kind) {
+			rules, _, _ := unstructured.NestedSlice(r.Object, "rules")
+			for _, rule := range rules {
+				verbs, _, _ := unstructured.NestedStringSlice(rule.(map[string]any), "verbs")
+				for _, v := range verbs {
+					if slices.Contains(writeVerbs, v) {
+						out = append(out, r.GetName()+": "+v)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestChartRBAC(t *testing.T) {
+	tests := []struct {
+		name   string
+		values map[string]any
+		want   []string
+	}{
+		{name: "default is read-only", values: nil, want: nil},
+		{name: "dryRun adds patch and only patch", values: map[string]any{"dryRun": map[string]any{"enabled": true}},
+			want: []string{"driftpreview-dry-run: patch"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := renderChart(t, tt.values)
+			if diff := cmp.Diff(tt.want, grants(t, set)); diff != "" {
+				t.Errorf("write verbs (-want +got):\n%s", diff)
+			}
+			// The read role must stay exactly what simulate needs.
+			var read *unstructured.Unstructured
+			for _, r := range byKind(set, "ClusterRole") {
+				if r.GetName() == "driftpreview-read" {
+					read = r
+				}
+			}
+			if read == nil {
+				t.Fatal("no driftpreview-read ClusterRole")
+			}
+			want := []any{
+				map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"get", "list", "watch"}},
+				map[string]any{"nonResourceURLs": []any{"/openapi", "/openapi/*", "/api", "/api/*", "/apis", "/apis/*"}, "verbs": []any{"get"}},
+			}
+			if diff := cmp.Diff(want, read.Object["rules"]); diff != "" {
+				t.Errorf("read ClusterRole rules (-want +got):\n%s", diff)
+			}
+			for _, b := range byKind(set, "ClusterRoleBinding") {
+				subj, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+				if len(subj) != 1 || subj[0].(map[string]any)["name"] != "driftpreview" || subj[0].(map[string]any)["namespace"] != "driftpreview" {
+					t.Errorf("%s binds %v, want only the driftpreview service account", b.GetName(), subj)
+				}
+			}
+		})
+	}
+}
+
+func TestChartPodSecurity(t *testing.T) {
+	secrets := map[string]any{
+		"github": map[string]any{"enabled": true, "appID": 31337, "existingSecret": "dp-github"},
+		"gitlab": map[string]any{"enabled": true, "existingSecret": "dp-gitlab"},
+	}
+	for name, values := range map[string]map[string]any{
+		"default":      nil,
+		"both hosts":   secrets,
+		"postgres x2":  {"replicaCount": 2, "queue": map[string]any{"driver": "postgres", "postgres": map[string]any{"existingSecret": "dp-pg"}}},
+		"with ingress": {"ingress": map[string]any{"enabled": true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			set := renderChart(t, values)
+			if s := byKind(set, "Secret"); len(s) != 0 {
+				t.Errorf("chart renders %d Secrets; secrets must come from existingSecret", len(s))
+			}
+			deps := byKind(set, "Deployment")
+			if len(deps) != 1 {
+				t.Fatalf("got %d Deployments, want 1", len(deps))
+			}
+			pod, _, _ := unstructured.NestedMap(deps[0].Object, "spec", "template", "spec")
+			check := func(what string, want any, fields ...string) {
+				t.Helper()
+				got, _, _ := unstructured.NestedFieldNoCopy(pod, fields...)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s (%s) (-want +got):\n%s", what, strings.Join(fields, "."), diff)
+				}
+			}
+			check("pod runs as non-root", true, "securityContext", "runAsNonRoot")
+			check("pod seccomp", "RuntimeDefault", "securityContext", "seccompProfile", "type")
+			containers := pod["containers"].([]any)
+			if len(containers) != 1 {
+				t.Fatalf("got %d containers, want 1", len(containers))
+			}
+			c := containers[0].(map[string]any)
+			pod = c // check() now reads the container
+			check("read-only root filesystem", true, "securityContext", "readOnlyRootFilesystem")
+			check("no privilege escalation", false, "securityContext", "allowPrivilegeEscalation")
+			check("capabilities dropped", []any{"ALL"}, "securityContext", "capabilities", "drop")
+			check("container seccomp", "RuntimeDefault", "securityContext", "seccompProfile", "type")
+			check("liveness probe", "/healthz", "livenessProbe", "httpGet", "path")
+			check("readiness probe", "/readyz", "readinessProbe", "httpGet", "path")
+			check("memory limit", "1Gi", "resources", "limits", "memory")
+			check("cpu request", "100m", "resources", "requests", "cpu")
+			mounts := map[string]string{}
+			ms, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+			for _, m := range ms {
+				mm := m.(map[string]any)
+				mounts[mm["mountPath"].(string)] = mm["name"].(string)
+			}
+			if mounts["/tmp"] != "tmp" {
+				t.Errorf("/tmp is not the tmp emptyDir: mounts %v", mounts)
+			}
+		})
+	}
+}
+
+// TestChartServerConfig checks that server.yaml in the ConfigMap uses only keys the
+// server knows, so a typo in the chart cannot ship.
+func TestChartServerConfig(t *testing.T) {
+	set := renderChart(t, map[string]any{
+		"github": map[string]any{"enabled": true, "appID": 31337, "existingSecret": "dp-github"},
+		"gitlab": map[string]any{"enabled": true, "existingSecret": "dp-gitlab"},
+		"repos":  []any{"acme/gitops"},
+		"queue":  map[string]any{"driver": "postgres", "postgres": map[string]any{"existingSecret": "dp-pg"}},
+	})
+	cms := byKind(set, "ConfigMap")
+	if len(cms) != 1 {
+		t.Fatalf("got %d ConfigMaps, want 1", len(cms))
+	}
+	text, _, _ := unstructured.NestedString(cms[0].Object, "data", "server.yaml")
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	dec.KnownFields(true)
+	var cfg serverconfig.Config
+	if err := dec.Decode(&cfg); err != nil {
+		t.Fatalf("server.yaml does not match the server config schema: %v\n%s", err, text)
+	}
+	want := serverconfig.Config{
+		Listen: ":8080", WorkDir: "/var/lib/driftpreview/mirrors", LogLevel: "info", Repos: []string{"acme/gitops"},
+		GitHub: serverconfig.GitHub{AppID: 31337, PrivateKeyFile: "/etc/driftpreview/github/private-key.pem",
+			WebhookSecretFile: "/etc/driftpreview/github/webhook-secret"},
+		GitLab: serverconfig.GitLab{URL: "https://gitlab.com", TokenFile: "/etc/driftpreview/gitlab/token",
+			WebhookSecretFile: "/etc/driftpreview/gitlab/webhook-secret"},
+		Clusters:       map[string]serverconfig.Cluster{"in-cluster": {LiveMode: "simulate"}},
+		DefaultCluster: "in-cluster",
+		Queue:          serverconfig.Queue{Driver: "postgres", Workers: 2, JobTimeout: cfg.Queue.JobTimeout, DSNFile: "/etc/driftpreview/queue/dsn"},
+	}
+	if diff := cmp.Diff(want, cfg, cmp.Comparer(func(a, b serverconfig.Secret) bool { return true })); diff != "" {
+		t.Errorf("server.yaml (-want +got):\n%s", diff)
+	}
+	if cfg.Queue.JobTimeout.String() != "10m0s" {
+		t.Errorf("jobTimeout = %s, want 10m", cfg.Queue.JobTimeout)
+	}
+}
+
+func TestChartRefusesUnsafeValues(t *testing.T) {
+	root, _ := filepath.Abs("..")
+	for name, tt := range map[string]struct {
+		values map[string]any
+		want   string
+	}{
+		"sqlite with two replicas":  {map[string]any{"replicaCount": 2}, "supports replicaCount 1 only"},
+		"github without a secret":   {map[string]any{"github": map[string]any{"enabled": true}}, "github.enabled needs github.existingSecret"},
+		"postgres without a secret": {map[string]any{"queue": map[string]any{"driver": "postgres"}}, "needs queue.postgres.existingSecret"},
+		"unknown queue driver":      {map[string]any{"queue": map[string]any{"driver": "redis"}}, `queue.driver "redis" is not sqlite or postgres`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts := render.DefaultOptions()
+			opts.Renderer = render.RendererHelm
+			opts.Helm.ReleaseName = "driftpreview"
+			opts.Helm.Values = tt.values
+			_, err := render.Render(context.Background(), root, chart, opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("render error = %v, want the chart to refuse these values with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestChartGolden pins the default rendering so reviewers see every change to what
+// gets installed; rewrite with -update.
+func TestChartGolden(t *testing.T) {
+	set := renderChart(t, map[string]any{"dryRun": map[string]any{"enabled": true}, "ingress": map[string]any{"enabled": true}})
+	var buf bytes.Buffer
+	for _, o := range set.Objects {
+		b, err := sigsyaml.Marshal(o.Obj.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString("---\n# " + o.Key.String() + " from " + o.Source + "\n")
+		buf.Write(b)
+	}
+	golden := filepath.Join("testdata", "chart.golden.yaml")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
+		t.Errorf("rendered chart (-want +got):\n%s", diff)
+	}
+}
