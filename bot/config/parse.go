@@ -407,7 +407,12 @@ func (p *parser) enum(n *yaml.Node, field string, allowed []string, what string)
 		return "", false
 	}
 	if !slices.Contains(allowed, s) {
-		p.fail(n, field, "unknown %s %s%s (want one of: %s)", what, display(s), suggest(s, allowed), strings.Join(allowed, ", "))
+		// A likely typo gets its correction alone; otherwise list every choice.
+		if hint := suggest(s, allowed); hint != "" {
+			p.fail(n, field, "unknown %s %s%s", what, display(s), hint)
+		} else {
+			p.fail(n, field, "unknown %s %s (want one of: %s)", what, display(s), strings.Join(allowed, ", "))
+		}
 		return "", false
 	}
 	return s, true

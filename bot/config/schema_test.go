@@ -173,7 +173,7 @@ func TestSchemaKeys(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff(ruleNames(), sorted(doc.Defs["rule"].Enum)); diff != "" {
-		t.Errorf("schema rule enum differs from diffing's rules (-want +got):\n%s", diff)
+		t.Errorf("schema.json $defs.rule.enum differs from diffing's rules; edit it to match (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(sorted(severities), sorted(doc.Defs["severity"].Enum)); diff != "" {
 		t.Errorf("schema severity enum differs (-want +got):\n%s", diff)
