@@ -2,10 +2,35 @@
 // target's directory inside a checkout (plain YAML, a kustomization or a Helm chart)
 // into an ObjectSet, sorted by key, each object carrying the file that produced it.
 //
-// A pull request is untrusted input, so rendering is sandboxed: the filesystem is
-// rooted at the checkout, symlinks cannot escape it, there are no remote bases, exec
-// or KRM plugins, Helm lookups or DNS functions, and every render has size and time
-// limits. Problems the PR author must fix come back as *Error naming file and line.
+// Render is the entry point; Parse and DecodeYAML read manifests and other YAML
+// with the same limits and line-aware errors for the packages that need them;
+// WriteYAML prints objects with Secret values hidden; ClusterScoped tells where a
+// default namespace applies.
+//
+// A pull request is untrusted input, so rendering is sandboxed:
+//
+//   - Every file is read through an os.Root at the checkout, so neither ".." nor a
+//     symlink can reach outside it; plain, kustomize and helm all read this way.
+//   - Kustomize runs krusty (load restrictor RootOnly, builtin plugins only) over a
+//     read-only filesystem that mounts the checkout and a generated wrapper
+//     kustomization (for overrides and origin annotations). Every kustomization is
+//     screened before kustomize sees it: remote bases, helmCharts, KRM/exec
+//     functions, external plugins and paths leaving the checkout are *Error at
+//     the offending line. Builds are serialised, as krusty keeps global state.
+//   - Helm renders with helm's engine from files read through the sandbox:
+//     dependencies only from the vendored charts/ folder, lookup returns nothing,
+//     getHostByName fails, values.schema.json is not checked (it may $ref URLs).
+//   - YAML is parsed with go.yaml.in/yaml/v3 into nodes first; alias bombs, nesting
+//     deeper than MaxDepth and duplicate keys are errors before anything expands.
+//   - Files over Options.MaxFileBytes, targets reading or rendering more than
+//     Options.MaxTotalBytes, and renders longer than Options.Timeout are errors; a
+//     panic in a library becomes an error.
+//
+// Problems the PR author must fix come back as *Error naming file and line, short
+// enough for a PR comment. Known gaps: a template that loops (without recursion)
+// past the timeout keeps its goroutine busy until it ends, since text/template
+// cannot be interrupted; kustomize also prints deprecation warnings on stderr
+// (they are in ObjectSet.Notes as well).
 //
 // render imports nothing else of driftpreview; diffing and bot build on it.
 package render

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -36,6 +37,8 @@ type kfs struct {
 	violation error    // first *Error found while serving files
 	kusts     []string // checkout-relative kustomization files served, in order
 	syntax    []error  // YAML syntax errors in files served, used if kustomize fails
+	notes     []string // deprecation warnings, once per kustomization file
+	noted     map[string]bool
 }
 
 var _ filesys.FileSystem = (*kfs)(nil)
@@ -221,6 +224,7 @@ func (k *kfs) ReadFile(p string) ([]byte, error) {
 		if err := screenKustomization(k.sb, r, data); err != nil {
 			return nil, k.record(err)
 		}
+		k.deprecations(r, data)
 	} else if hasExt(r, ".yaml", ".yml", ".json") {
 		// kustomize parses these; refuse bombs first. Syntax errors are left to
 		// kustomize, since the file may be data for a generator.
@@ -241,6 +245,28 @@ func (k *kfs) ReadFile(p string) ([]byte, error) {
 func isSyntaxOnly(err error) bool {
 	s := err.Error()
 	return !strings.Contains(s, "alias") && !strings.Contains(s, "levels deep")
+}
+
+// deprecations turns kustomize's warnings about deprecated fields (which it also
+// prints on stderr) into notes for the report.
+func (k *kfs) deprecations(file string, data []byte) {
+	var kust types.Kustomization
+	if err := kust.Unmarshal(data); err != nil {
+		return
+	}
+	warnings := kust.CheckDeprecatedFields()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if warnings == nil || k.noted[file] {
+		return
+	}
+	if k.noted == nil {
+		k.noted = map[string]bool{}
+	}
+	k.noted[file] = true
+	for _, w := range *warnings {
+		k.notes = append(k.notes, file+": "+strings.TrimPrefix(w, "# Warning: "))
+	}
 }
 
 func isKustomizationFile(r string) bool {

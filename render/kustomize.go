@@ -71,7 +71,7 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 	if err != nil {
 		return ObjectSet{}, &Error{File: kustFile, Err: fmt.Errorf("reading kustomize output: %w", err)}
 	}
-	set := ObjectSet{Notes: notes}
+	set := ObjectSet{Notes: append(slices.Clone(fsys.notes), notes...)}
 	for _, o := range objs {
 		o.Source = originOf(o.Object, kustFile)
 		set.Objects = append(set.Objects, o.Object)

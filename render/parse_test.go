@@ -1,0 +1,201 @@
+package render_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+func TestDecodeYAML(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		want  []any
+		lines []int
+	}{
+		{
+			name: "scalars become JSON types; timestamps stay text",
+			in:   "i: 3\nf: 1.5\nb: true\nn: null\nt: 2024-01-02\ns: '007'\nbig: 99999999999999999999\nnan: .nan\n",
+			want: []any{map[string]any{
+				"i": int64(3), "f": 1.5, "b": true, "n": nil, "t": "2024-01-02", "s": "007",
+				"big": 1e20, "nan": ".nan",
+			}},
+			lines: []int{1},
+		},
+		{
+			name: "merge keys, explicit keys win",
+			in:   "base: &b {x: 1, y: 2}\nderived:\n  <<: *b\n  y: 3\n",
+			want: []any{map[string]any{
+				"base":    map[string]any{"x": int64(1), "y": int64(2)},
+				"derived": map[string]any{"x": int64(1), "y": int64(3)},
+			}},
+			lines: []int{1},
+		},
+		{
+			name:  "empty documents are dropped; lines are per document",
+			in:    "---\n# only a comment\n---\na: 1\n---\n---\n- x\n",
+			want:  []any{map[string]any{"a": int64(1)}, []any{"x"}},
+			lines: []int{4, 7},
+		},
+		{
+			name:  "non-string keys become strings",
+			in:    "1: one\ntrue: yes\n",
+			want:  []any{map[string]any{"1": "one", "true": "yes"}},
+			lines: []int{1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, err := render.DecodeYAML([]byte(tc.in), "f.yaml")
+			if err != nil {
+				t.Fatalf("DecodeYAML: %v", err)
+			}
+			var got []any
+			var lines []int
+			for _, d := range docs {
+				got = append(got, d.Value)
+				lines = append(lines, d.Line)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("values (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.lines, lines); diff != "" {
+				t.Errorf("lines (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodeYAMLErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		wantLine int
+		wantMsg  string
+	}{
+		{"self-referencing alias", "a: &a [*a]\n", 1, "alias"},
+		{"mapping value in wrong place", "a: b\nc: d: e\n", 2, "mapping values are not allowed"},
+		{"unclosed flow mapping", "a: 1\nb: {x: 1\nc: 2\n", 2, "did not find expected"},
+		{"complex key", "? [a]\n: b\n", 1, "mapping keys must be scalars"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := render.DecodeYAML([]byte(tc.in), "f.yaml")
+			var re *render.Error
+			if !errors.As(err, &re) {
+				t.Fatalf("error %v is not a *render.Error", err)
+			}
+			if re.File != "f.yaml" || re.Line != tc.wantLine || !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("got %q (line %d), want f.yaml line %d containing %q", err, re.Line, tc.wantLine, tc.wantMsg)
+			}
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	in := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a, namespace: ns}\n" +
+		"- just: data\n---\nkind: NoVersion\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+	objs, notes, err := render.Parse([]byte(in), "m.yaml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	var keys []string
+	for _, o := range objs {
+		keys = append(keys, o.Key.String()+" from "+o.Source)
+	}
+	wantKeys := []string{"ConfigMap/ns/a from m.yaml", "Deployment/web from m.yaml"}
+	if diff := cmp.Diff(wantKeys, keys); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	wantNotes := []string{
+		"m.yaml:7: skipped a list item that is not a Kubernetes object (no apiVersion/kind)",
+		"m.yaml:9: skipped a document that is not a Kubernetes object (no apiVersion/kind)",
+	}
+	if diff := cmp.Diff(wantNotes, notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+}
+
+func TestClusterScoped(t *testing.T) {
+	tests := []struct {
+		gk   schema.GroupKind
+		want bool
+	}{
+		{schema.GroupKind{Kind: "Namespace"}, true},
+		{schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}, true},
+		{schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}, true},
+		{schema.GroupKind{Kind: "ConfigMap"}, false},
+		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, false},
+		{schema.GroupKind{Group: "example.com", Kind: "ClusterRole"}, false},
+	}
+	for _, tc := range tests {
+		if got := render.ClusterScoped(tc.gk); got != tc.want {
+			t.Errorf("ClusterScoped(%v) = %v, want %v", tc.gk, got, tc.want)
+		}
+	}
+}
+
+// TestRenderNamespaceDefaultUsesCRDScope checks that custom resources whose CRD in
+// the same render is cluster-scoped get no namespace, and namespaced ones do.
+func TestRenderNamespaceDefaultUsesCRDScope(t *testing.T) {
+	crd := func(kind, scope string) string {
+		return "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: " +
+			strings.ToLower(kind) + "s.example.com\nspec:\n  group: example.com\n  scope: " + scope +
+			"\n  names:\n    kind: " + kind + "\n    plural: " + strings.ToLower(kind) + "s\n"
+	}
+	root := writeTree(t, map[string]string{
+		"app/crds.yaml": crd("Fleet", "Cluster") + "---\n" + crd("Ship", "Namespaced"),
+		"app/cr.yaml": "apiVersion: example.com/v1\nkind: Fleet\nmetadata:\n  name: f\n---\n" +
+			"apiVersion: example.com/v1\nkind: Ship\nmetadata:\n  name: s\n---\n" +
+			"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n",
+	})
+	opts := render.DefaultOptions()
+	opts.Namespace = "fleet"
+	set, err := render.Render(t.Context(), root, "app", opts)
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	var keys []string
+	for _, o := range set.Objects {
+		keys = append(keys, o.Key.String())
+		if o.Obj.GetNamespace() != o.Key.Namespace {
+			t.Errorf("%s: object namespace %q differs from key", o.Key, o.Obj.GetNamespace())
+		}
+	}
+	want := []string{
+		"Namespace/n", "CustomResourceDefinition/fleets.example.com",
+		"CustomResourceDefinition/ships.example.com", "Fleet/f", "Ship/fleet/s",
+	}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+}
+
+// TestRenderTimeout checks that a template that runs too long is stopped with an
+// *Error instead of holding the caller.
+func TestRenderTimeout(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"chart/Chart.yaml":          chartYAML,
+		"chart/templates/slow.yaml": "{{- range until 3000 }}{{- range until 3000 }}{{- end }}{{- end }}\n" + cm,
+	})
+	opts := render.DefaultOptions()
+	opts.Timeout = 50 * time.Millisecond
+	start := time.Now()
+	_, err := render.Render(t.Context(), root, "chart", opts)
+	var re *render.Error
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "took longer than 50ms") {
+		t.Fatalf("got %v, want a timeout *render.Error", err)
+	}
+	if re.File != "chart" {
+		t.Errorf("error names %q, want the target chart", re.File)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Errorf("Render returned after %s", waited)
+	}
+}
