@@ -162,6 +162,22 @@ func TestRenderHostile(t *testing.T) {
 			wantFile: "app/kustomization.yaml", wantLine: 4, wantMsg: []string{"remote"},
 		},
 		{
+			name: "remote openapi schema and generator file",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "openapi:\n  path: https://example.com/schema.json\n",
+			},
+			target: "app", wantErr: true,
+			wantFile: "app/kustomization.yaml", wantLine: 4, wantMsg: []string{"remote path"},
+		},
+		{
+			name: "remote configMapGenerator file",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "configMapGenerator:\n  - name: x\n    files:\n      - conf=http://169.254.169.254/latest/meta-data\n",
+			},
+			target: "app", wantErr: true,
+			wantFile: "app/kustomization.yaml", wantLine: 6, wantMsg: []string{"remote files"},
+		},
+		{
 			name: "remote base in a base the overlay uses",
 			files: map[string]string{
 				"overlay/kustomization.yaml": kustHeader + "resources:\n  - ../base\n",

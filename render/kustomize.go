@@ -220,7 +220,10 @@ var pathKeys = map[string]bool{
 	"generators": true, "transformers": true, "validators": true,
 }
 
-var remoteKeys = map[string]bool{"resources": true, "bases": true, "components": true}
+var remoteKeys = map[string]bool{
+	"resources": true, "bases": true, "components": true,
+	"generators": true, "transformers": true, "validators": true,
+}
 
 var pluginKeys = map[string]bool{"generators": true, "transformers": true, "validators": true}
 
@@ -299,8 +302,12 @@ func screenPaths(sb *sandbox, file, dir, key string, n *yaml.Node) error {
 				v = after
 			}
 		}
-		if remoteKeys[key] && isRemote(sb, dir, v) {
-			return &Error{File: file, Line: n.Line, Err: fmt.Errorf("remote %s %q is not allowed: driftpreview renders without network access; vendor the base into the repository and refer to it by a relative path", key, v)}
+		if strings.Contains(v, "://") || remoteKeys[key] && isRemote(sb, dir, v) {
+			what := "file"
+			if remoteKeys[key] {
+				what = "base"
+			}
+			return &Error{File: file, Line: n.Line, Err: fmt.Errorf("remote %s %q is not allowed: driftpreview renders without network access; vendor the %s into the repository and refer to it by a relative path", key, v, what)}
 		}
 		if strings.HasPrefix(v, "/") {
 			return &Error{File: file, Line: n.Line, Err: fmt.Errorf("absolute path %q is not allowed: use a path relative to the kustomization", v)}
