@@ -156,9 +156,18 @@ func (s *scan) walk() error {
 		var subdirs []string
 		for _, e := range entries {
 			name := e.Name()
+			isDir := e.IsDir()
+			if e.Type()&fs.ModeSymlink != 0 {
+				// The root refuses links that lead outside it; links to directories
+				// are not entered (they would only repeat targets, or loop).
+				st, err := fs.Stat(s.fsys, path.Join(dir, name))
+				if err != nil || st.IsDir() {
+					continue
+				}
+				isDir = false
+			}
 			switch {
-			case e.Type()&fs.ModeSymlink != 0 && e.IsDir():
-			case e.IsDir():
+			case isDir:
 				if !s.skipDir(name) {
 					subdirs = append(subdirs, path.Join(dir, name))
 				}

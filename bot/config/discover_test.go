@@ -67,6 +67,17 @@ func repoTree(t *testing.T) string {
 	if err := os.Symlink(filepath.Join(outside, "one.yaml"), filepath.Join(dir, "links", "ns.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	// Links inside the repository: a linked file counts, a linked directory is not
+	// entered (it would only repeat manifests).
+	if err := os.MkdirAll(filepath.Join(dir, "mirror"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../manifests/ns.yaml", filepath.Join(dir, "mirror", "ns.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("manifests", filepath.Join(dir, "samedir")); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 
@@ -84,6 +95,7 @@ func TestDiscoverAll(t *testing.T) {
 		"charts/payments",
 		"manifests",
 		"manifests/extra",
+		"mirror",
 	} {
 		want = append(want, newTarget(p))
 	}
@@ -116,6 +128,7 @@ func TestDiscoverChanged(t *testing.T) {
 		{"deleted overlay directory", []string{"apps/shop/overlays/qa/kustomization.yaml"}, nil},
 		{"skipped directories", []string{"testdata/fixture/ns.yaml", "node_modules/pkg/ns.yaml", ".github/workflows/ci.yml", "ops/.argocd/app.yaml"}, nil},
 		{"symlinks out of the repository", []string{"escape/ns.yaml", "links/ns.yaml"}, nil},
+		{"symlinks inside the repository", []string{"mirror/ns.yaml", "samedir/ns.yaml"}, []string{"mirror"}},
 		{"several changes, deduplicated and sorted", []string{"manifests/ns.yaml", "apps/shop/base/svc.yaml", "apps/shop/overlays/dev/kustomization.yaml", "charts/payments/Chart.yaml"},
 			[]string{"apps/shop/overlays/dev", "apps/shop/overlays/prod", "charts/payments", "manifests"}},
 		{"nothing changed", []string{}, nil},

@@ -149,6 +149,11 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "helm values are never quoted",
+			yaml: "version: 1\ntargets:\n  - path: a\n    helm:\n      values:\n        password: hunter2\n        password: hunter3\n",
+			want: []string{`.driftpreview.yaml:6: targets[0].helm.values: cannot be read: look for duplicate keys, or anchors and aliases that expand too far`},
+		},
+		{
 			name: "null where a mapping belongs",
 			yaml: "version: 1\ntargets:\n  - path: a\n    sync:\n",
 			want: []string{`.driftpreview.yaml:4: targets[0].sync: want a mapping, got nothing (null)`},

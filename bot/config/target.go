@@ -161,7 +161,7 @@ func (p *parser) anyMap(n *yaml.Node, field string) map[string]any {
 	}
 	var v any
 	if err := n.Decode(&v); err != nil {
-		p.fail(n, field, "cannot be read; check its anchors, aliases and merge keys")
+		p.fail(n, field, "cannot be read: look for duplicate keys, or anchors and aliases that expand too far")
 		return nil
 	}
 	m, _ := normalise(v).(map[string]any)
