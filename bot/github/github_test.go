@@ -499,3 +499,26 @@ func TestErrorsNeverContainSecrets(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseWebhook measures verify + decode of a pull_request delivery, the
+// work the server does inside its 10 s answer budget.
+func BenchmarkParseWebhook(b *testing.B) {
+	srv := githubtest.New(b)
+	opts := github.DefaultOptions()
+	opts.AppID, opts.PrivateKey, opts.WebhookSecret, opts.APIURL = srv.AppID, srv.KeyPEM, secret, srv.URL()
+	c, err := github.New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "webhooks", "github", "pull_request.synchronize.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := githubtest.WebhookHeader("pull_request", "d", secret, body)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.ParseWebhook(h, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
