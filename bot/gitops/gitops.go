@@ -56,7 +56,11 @@ type Result struct {
 	Notes []string
 }
 
-// The API groups discovery reads.
+// The API groups discovery reads, the namespaces controllers default to, and the
+// field managers each controller writes with. Argo CD uses "argocd-controller"
+// both for its default client-side apply (managedFields operation Update) and with
+// ServerSideApply=true (operation Apply), so one manager name serves both; the live
+// simulation upgrades client-side managers first.
 const (
 	groupArgo      = "argoproj.io"
 	groupFluxKS    = "kustomize.toolkit.fluxcd.io"

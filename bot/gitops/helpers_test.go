@@ -13,7 +13,7 @@ import (
 
 // fixtureRepo copies fixtures/repos/<name> into a new git repository with the given
 // origin and one commit, as a user's checkout would be.
-func fixtureRepo(t *testing.T, name, origin string) string {
+func fixtureRepo(t testing.TB, name, origin string) string {
 	t.Helper()
 	src := filepath.Join("..", "..", "fixtures", "repos", name)
 	dst := t.TempDir()
@@ -27,7 +27,7 @@ func fixtureRepo(t *testing.T, name, origin string) string {
 	return dst
 }
 
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
