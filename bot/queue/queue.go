@@ -12,11 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
@@ -186,7 +184,7 @@ func (q *Queue) openSQLite(ctx context.Context, cfg *river.Config) error {
 		return fmt.Errorf("connecting: %w", err)
 	}
 	driver := riversqlite.New(db)
-	if err := migrate(ctx, driver, db, sqliteSchema, nil); err != nil {
+	if err := migrateSQLite(ctx, db, driver); err != nil {
 		return err
 	}
 	q.client, err = river.NewClient(driver, cfg)
@@ -205,89 +203,64 @@ func (q *Queue) openPostgres(ctx context.Context, cfg *river.Config) error {
 		return fmt.Errorf("connecting: %w", err)
 	}
 	driver := riverpgxv5.New(pool)
-	// Replicas starting together must not migrate at once: hold an advisory lock.
-	lock := func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(7263512896001)")
-		return err
-	}
-	if err := migrate(ctx, driver, pgxTxBeginner{pool}, postgresSchema, lock); err != nil {
+	if err := migratePostgres(ctx, pool, driver); err != nil {
 		return err
 	}
 	q.client, err = river.NewClient(driver, cfg)
 	return err
 }
 
-// beginner abstracts starting a transaction on *sql.DB or *pgxpool.Pool.
-type beginner[TTx any] interface {
-	begin(ctx context.Context) (TTx, func(context.Context) error, func(context.Context) error, error)
-	exec(ctx context.Context, tx TTx, sql string) error
-}
-
-type pgxTxBeginner struct{ pool *pgxpool.Pool }
-
-func (b pgxTxBeginner) begin(ctx context.Context) (pgx.Tx, func(context.Context) error, func(context.Context) error, error) {
-	tx, err := b.pool.Begin(ctx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return tx, tx.Commit, tx.Rollback, nil
-}
-
-func (b pgxTxBeginner) exec(ctx context.Context, tx pgx.Tx, stmt string) error {
-	_, err := tx.Exec(ctx, stmt)
-	return err
-}
-
-func (db sqlDB) begin(ctx context.Context) (*sql.Tx, func(context.Context) error, func(context.Context) error, error) {
-	tx, err := db.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return tx, func(context.Context) error { return tx.Commit() }, func(context.Context) error { return tx.Rollback() }, nil
-}
-
-func (db sqlDB) exec(ctx context.Context, tx *sql.Tx, stmt string) error {
-	_, err := tx.ExecContext(ctx, stmt)
-	return err
-}
-
-type sqlDB struct{ *sql.DB }
-
-// migrate runs River's migrations and the bot's schema in one transaction.
-func migrate[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], b any, schema []string, lock func(context.Context, TTx) error) error {
-	var bg beginner[TTx]
-	switch v := b.(type) {
-	case *sql.DB:
-		bg = any(sqlDB{v}).(beginner[TTx])
-	case beginner[TTx]:
-		bg = v
-	default:
-		return fmt.Errorf("migrating: unsupported database handle %T", b)
-	}
+// migrateSQLite runs River's migrations and the bot's schema in one transaction;
+// _txlock=immediate makes concurrent starters wait for each other.
+func migrateSQLite(ctx context.Context, db *sql.DB, driver *riversqlite.Driver) error {
 	m, err := rivermigrate.New(driver, nil)
 	if err != nil {
 		return fmt.Errorf("preparing migrations: %w", err)
 	}
-	tx, commit, rollback, err := bg.begin(ctx)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrating: %w", err)
 	}
-	defer func() { _ = rollback(context.WithoutCancel(ctx)) }()
-	if lock != nil {
-		if err := lock(ctx, tx); err != nil {
-			return fmt.Errorf("migrating: taking the migration lock: %w", err)
-		}
-	}
+	defer func() { _ = tx.Rollback() }()
 	if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("running River's migrations: %w", err)
 	}
-	for _, stmt := range schema {
-		if err := bg.exec(ctx, tx, stmt); err != nil {
+	for _, stmt := range sqliteSchema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("creating the bot's tables: %w", err)
 		}
 	}
-	if err := commit(ctx); err != nil {
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrating: committing: %w", err)
+	}
+	return nil
+}
+
+// migratePostgres runs River's migrations (each in its own transaction, as Postgres
+// needs for new enum values) and the bot's schema, holding a session advisory lock
+// so replicas starting together migrate one at a time.
+func migratePostgres(ctx context.Context, pool *pgxpool.Pool, driver *riverpgxv5.Driver) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
+	defer conn.Release()
+	const lockKey = 7263512896001
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+		return fmt.Errorf("migrating: taking the migration lock: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockKey) }()
+	m, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return fmt.Errorf("preparing migrations: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("running River's migrations: %w", err)
+	}
+	for _, stmt := range postgresSchema {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("creating the bot's tables: %w", err)
+		}
 	}
 	return nil
 }

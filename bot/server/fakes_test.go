@@ -39,6 +39,7 @@ type statusCall struct {
 }
 
 type commentCall struct {
+	PR    int
 	SHA   string
 	Key   string
 	Pages []string
@@ -76,7 +77,7 @@ func (f *fakeHost) CanRerun(_ context.Context, _ bot.PR, user string) (bool, err
 func (f *fakeHost) UpsertComment(_ context.Context, pr bot.PR, key string, pages []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.comments = append(f.comments, commentCall{SHA: pr.HeadSHA, Key: key, Pages: pages})
+	f.comments = append(f.comments, commentCall{PR: pr.Number, SHA: pr.HeadSHA, Key: key, Pages: pages})
 	return nil
 }
 
