@@ -78,6 +78,9 @@ type argoSource struct {
 		Patches           []map[string]any  `json:"patches"`
 		Components        []string          `json:"components"`
 	} `json:"kustomize"`
+	Plugin *struct {
+		Name string `json:"name"`
+	} `json:"plugin"`
 	Directory *struct {
 		Recurse bool           `json:"recurse"`
 		Include string         `json:"include"`
@@ -258,6 +261,9 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 		if rev := s.TargetRevision; d.otherRevision(rev) {
 			t.Notes = append(t.Notes, fmt.Sprintf("targetRevision %s: Argo CD deploys that revision; driftpreview renders this pull request's base and head", rev))
 		}
+	}
+	if s.Plugin != nil {
+		return fmt.Sprintf("config management plugin %q is not run by driftpreview", s.Plugin.Name), false
 	}
 	r, exists := detectRenderer(d.root, t.Path)
 	opts.Renderer = r

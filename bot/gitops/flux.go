@@ -86,7 +86,10 @@ func (d *discovery) thisRepoSource(ref fluxSourceRef, ns string, fx *fluxIndex) 
 		return false, fmt.Sprintf("%s %s", ref.Kind, k)
 	}
 	url, known := fx.gitRepos[k]
-	if d.repo.matches(url) || (ref.Name == fluxSystemName && (!known || len(d.repo) == 0)) {
+	if d.repo.matches(url) || ref.Name == fluxSystemName {
+		// flux bootstrap names the GitRepository of the repository it writes to
+		// flux-system, so it is this repository even when its URL is spelled in
+		// a way Options.RepoURLs does not list (a mirror, an internal host).
 		return true, ""
 	}
 	if known && url != "" {

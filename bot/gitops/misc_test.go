@@ -136,6 +136,35 @@ func TestDiscoverCases(t *testing.T) {
 			},
 		},
 		{
+			name: "config management plugin and suspended HelmRelease",
+			files: map[string]string{
+				"a/cm.yaml": cm,
+				"apps/cmp.yaml": app("cmp", `  source: {repoURL: https://github.com/example/repo, path: a, plugin: {name: tanka}}
+  destination: {server: https://kubernetes.default.svc}
+`),
+				"charts/db/Chart.yaml": "apiVersion: v2\nname: db\nversion: 1.0.0\n",
+				"hr.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: db, namespace: db}
+spec:
+  suspend: true
+  chart: {spec: {chart: ./charts/db, sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}}}
+`,
+			},
+			opts: Options{RepoURLs: []string{thisRepo}},
+			check: func(t *testing.T, res *Result) {
+				want := []proj{{Name: "db", Path: "charts/db", Namespace: "db", Renderer: "helm", Prune: true, Manager: "helm-controller",
+					Findings:   []string{"sync-disabled/warning HelmRelease/db/db: HelmRelease db is suspended: this PR will not be applied until it is resumed."},
+					Controller: "HelmRelease db/db in hr.yaml auto=false prune=true selfHeal=false suspended=true replace=false"}}
+				if diff := cmp.Diff(want, project(res.Targets)); diff != "" {
+					t.Errorf("targets (-want +got):\n%s", diff)
+				}
+				if len(res.NotRendered) != 1 || res.NotRendered[0].Skip != `config management plugin "tanka" is not run by driftpreview` {
+					t.Errorf("not rendered %v", project(res.NotRendered))
+				}
+			},
+		},
+		{
 			name: "no repository URL: sources whose path exists are taken as this repo",
 			files: map[string]string{
 				"workloads/a/cm.yaml": cm,
