@@ -221,6 +221,7 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 		b, err := yaml.Marshal(pt)
 		if err != nil {
 			t.Skip = fmt.Sprintf("%s: patch: %v", m.where(), err)
+			t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %s", m.Name, t.Skip)))
 			return t, true
 		}
 		k.Patches = append(k.Patches, string(b))
