@@ -188,13 +188,23 @@ func (j *run) do(ctx context.Context) (string, error) {
 			j.log.Info("re-run refused: no write access", "actor", j.job.Args.Actor)
 			return OutcomeDenied, nil
 		}
+	}
+	// A re-run carries no SHAs, and some hosts' hooks no base SHA: ask the host.
+	if j.job.Args.Rerun || j.pr.BaseSHA == "" || j.pr.HeadSHA == "" {
 		pr, err := host.ResolvePR(ctx, j.pr)
 		if err != nil {
 			return "", fmt.Errorf("resolving %s: %w", key, err)
 		}
+		if !j.job.Args.Rerun && j.pr.HeadSHA != "" && pr.HeadSHA != j.pr.HeadSHA {
+			// The PR moved on since this delivery; the newer delivery previews it.
+			j.log.Info("superseded before start", "reason", "head moved to "+short(pr.HeadSHA))
+			return OutcomeSuperseded, nil
+		}
 		j.pr = pr
-		if err := j.w.heads.SetHead(ctx, key, pr.HeadSHA, "open"); err != nil {
-			return "", err
+		if j.job.Args.Rerun {
+			if err := j.w.heads.SetHead(ctx, key, pr.HeadSHA, "open"); err != nil {
+				return "", err
+			}
 		}
 	}
 	if sup, why, err := j.superseded(ctx); err != nil {

@@ -200,6 +200,19 @@ func TestJobOutcomes(t *testing.T) {
 			comments: 1, previews: 1,
 		},
 		{
+			name: "a run without a base SHA resolves it from the host",
+			pr: func(r *gitRepo) bot.PR {
+				p := pr("acme/shop", 3, r.Head)
+				p.BaseSHA = ""
+				return p
+			},
+			setup: func(h *fakeHost, _ *fakePreviewer, r *gitRepo) {
+				h.resolved = bot.PR{BaseRef: "main", BaseSHA: r.Base, HeadSHA: r.Head}
+			},
+			want:     []bot.State{bot.StateInProgress, bot.StateSuccess},
+			comments: 1, previews: 1,
+		},
+		{
 			name: "rerun by a reader does nothing",
 			ev: func(p bot.PR) bot.Event {
 				return bot.Event{Kind: bot.EventRerun, DeliveryID: "r1", Actor: "mallory", PR: bot.PR{Host: "github", Repo: p.Repo, Number: p.Number}}
