@@ -1,0 +1,227 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/csaupgrade"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// csaManager is the field manager kubectl apply uses without --server-side.
+const csaManager = "kubectl-client-side-apply"
+
+// lastAppliedAnnotation is where client-side apply keeps the applied object.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+var lastAppliedPath = fieldpath.MakePathOrDie("metadata", "annotations", lastAppliedAnnotation)
+
+// job is one head object that exists live.
+type job struct {
+	key  render.ObjectKey
+	res  resource
+	head *unstructured.Unstructured // prepared for apply
+	live *unstructured.Unstructured
+}
+
+// predict fills out.Predictions for every head object: objects not live (or of a
+// kind not served yet) are created as head says; live ones are merged by simulate
+// or dry-run.
+func (st *read) predict(ctx context.Context, head render.ObjectSet, out *diffing.LiveState) {
+	var jobs []job
+	for _, o := range head.Objects {
+		if o.Obj == nil {
+			continue
+		}
+		gvk := o.Obj.GroupVersionKind()
+		res, served := st.cat.lookup(gvk.GroupKind(), gvk.Version)
+		live := out.Objects[o.Key]
+		switch {
+		case !served || live == nil:
+			out.Predictions[o.Key] = diffing.Prediction{Object: st.masked(o.Key, o.Obj.DeepCopy())}
+		case res.gvr.Version != gvk.Version:
+			out.Predictions[o.Key] = diffing.Prediction{Err: fmt.Errorf(
+				"applying %s on cluster %s: the cluster does not serve %s in version %s (it serves %s)",
+				o.Key, st.cluster, gvk.Kind, gvk.GroupVersion(), res.gvr.GroupVersion())}
+		default:
+			jobs = append(jobs, job{key: o.Key, res: res, head: st.prepare(o.Obj, res, live), live: live})
+		}
+	}
+	run, limit := st.simulate, workers()
+	if st.opts.Mode == ModeDryRun {
+		run, limit = st.dryRun, st.r.parallel
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, limit)
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p := run(ctx, j)
+			p.Object = st.masked(j.key, p.Object)
+			mu.Lock()
+			out.Predictions[j.key] = p
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+}
+
+// prepare returns head as an apply request: without server-set metadata, in the
+// live object's namespace.
+func (st *read) prepare(obj *unstructured.Unstructured, res resource, live *unstructured.Unstructured) *unstructured.Unstructured {
+	u := obj.DeepCopy()
+	for _, f := range []string{"managedFields", "resourceVersion", "uid", "generation", "selfLink"} {
+		unstructured.RemoveNestedField(u.Object, "metadata", f)
+	}
+	if ts, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "creationTimestamp"); found && ts == nil {
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	}
+	if res.namespaced {
+		u.SetNamespace(live.GetNamespace())
+	} else {
+		unstructured.RemoveNestedField(u.Object, "metadata", "namespace")
+	}
+	return u
+}
+
+// masked hides Secret values of a predicted object when MaskSecrets is on.
+func (st *read) masked(k render.ObjectKey, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil || !st.opts.MaskSecrets || !isSecret(k) {
+		return obj
+	}
+	return diffing.Mask(obj)
+}
+
+func isSecret(k render.ObjectKey) bool { return k.Group == "" && k.Kind == "Secret" }
+
+// simulate runs the apiserver's server-side apply locally: first without force, to
+// collect conflicts, then with force, as Flux and Argo CD apply, for the predicted
+// object. Client-side-apply managers are upgraded first, as kubectl and the GitOps
+// controllers do when they move to server-side apply.
+func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
+	fm, err := st.r.getSchemas().fieldManager(ctx, j.head.GroupVersionKind())
+	if err != nil {
+		return diffing.Prediction{Err: st.applyError("simulating apply of", j.key, err)}
+	}
+	live := j.live.DeepCopy()
+	if err := upgradeClientSideApply(live, st.opts.Manager); err != nil {
+		return diffing.Prediction{Err: st.applyError("upgrading client-side-apply managers of", j.key, err)}
+	}
+	obj, err := fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, false)
+	var p diffing.Prediction
+	if err != nil {
+		conflicts, ok := conflictsFrom(err, j.live, j.head)
+		if !ok {
+			return diffing.Prediction{Err: st.applyError("simulating apply of", j.key, err)}
+		}
+		p.Conflicts = conflicts
+		if obj, err = fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, true); err != nil {
+			return diffing.Prediction{Conflicts: conflicts, Err: st.applyError("simulating forced apply of", j.key, err)}
+		}
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return diffing.Prediction{Err: fmt.Errorf("simulating apply of %s: unexpected result type %T", j.key, obj)}
+	}
+	p.Object = u
+	return p
+}
+
+// upgradeClientSideApply hands the fields of client-side-apply managers (kubectl's,
+// and whoever owns the last-applied annotation with an Update) to manager, so the
+// apply treats them as its own, as csaupgrade does for kubectl apply --server-side.
+func upgradeClientSideApply(obj *unstructured.Unstructured, manager string) error {
+	_, hasLastApplied := obj.GetAnnotations()[lastAppliedAnnotation]
+	csa := sets.New[string]()
+	for _, e := range obj.GetManagedFields() {
+		if e.Operation != metav1.ManagedFieldsOperationUpdate || e.Subresource != "" {
+			continue
+		}
+		if e.Manager == csaManager {
+			csa.Insert(e.Manager)
+			continue
+		}
+		if !hasLastApplied || e.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
+			return fmt.Errorf("decoding managed fields of %s: %w", e.Manager, err)
+		}
+		if set.Has(lastAppliedPath) {
+			csa.Insert(e.Manager)
+		}
+	}
+	if csa.Len() == 0 {
+		return nil
+	}
+	return csaupgrade.UpgradeManagedFields(obj, csa, manager)
+}
+
+// dryRun asks the apiserver: a server-side apply with dryRun=All without force for
+// the conflicts, then with force for the predicted object.
+func (st *read) dryRun(ctx context.Context, j job) diffing.Prediction {
+	var ri dynamic.ResourceInterface = st.r.dyn.Resource(j.res.gvr)
+	if j.res.namespaced {
+		ri = st.r.dyn.Resource(j.res.gvr).Namespace(j.live.GetNamespace())
+	}
+	opts := metav1.ApplyOptions{FieldManager: st.opts.Manager, DryRun: []string{metav1.DryRunAll}}
+	obj, err := ri.Apply(ctx, j.head.GetName(), j.head, opts)
+	var p diffing.Prediction
+	if err != nil {
+		conflicts, ok := conflictsFrom(err, j.live, j.head)
+		if !ok {
+			return diffing.Prediction{Err: st.applyError("dry-run apply of", j.key, err)}
+		}
+		p.Conflicts = conflicts
+		opts.Force = true
+		if obj, err = ri.Apply(ctx, j.head.GetName(), j.head, opts); err != nil {
+			return diffing.Prediction{Conflicts: conflicts, Err: st.applyError("dry-run forced apply of", j.key, err)}
+		}
+	}
+	p.Object = obj
+	return p
+}
+
+// applyError names the operation, object and cluster. For Secrets it keeps only the
+// status reason and the field names, since API messages can quote values.
+func (st *read) applyError(op string, k render.ObjectKey, err error) error {
+	if !isSecret(k) {
+		return fmt.Errorf("%s %s on cluster %s: %w", op, k, st.cluster, err)
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		s := status.Status()
+		var fields []string
+		if s.Details != nil {
+			for _, c := range s.Details.Causes {
+				if c.Field != "" {
+					fields = append(fields, c.Field)
+				}
+			}
+		}
+		sort.Strings(fields)
+		msg := fmt.Sprintf("%s %s on cluster %s: %s (HTTP %d)", op, k, st.cluster, s.Reason, s.Code)
+		if len(fields) > 0 {
+			msg += " in " + strings.Join(fields, ", ")
+		}
+		return errors.New(msg + "; details hidden for Secrets")
+	}
+	return fmt.Errorf("%s %s on cluster %s failed; details hidden for Secrets", op, k, st.cluster)
+}

@@ -1,0 +1,386 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// DefaultTimeout bounds each API request of a Reader whose rest.Config sets no
+// Timeout, so an unreachable cluster fails the read instead of hanging the job.
+const DefaultTimeout = 30 * time.Second
+
+// listPageSize is the page size of LIST requests; a namespace with more objects of
+// one type is read in several pages of one logical LIST.
+const listPageSize = 500
+
+// Reader reads live state from one cluster. It caches discovery and OpenAPI schemas
+// (for cacheTTL) across Reads and is safe for concurrent use, so the bot keeps one
+// per cluster.
+type Reader struct {
+	host  string
+	dyn   dynamic.Interface
+	meta  metadata.Interface
+	disc  *discovery.DiscoveryClient
+	cache cache
+	// parallel bounds concurrent LIST and dry-run requests.
+	parallel int
+}
+
+// NewReader builds a Reader from a client configuration, typically the bot's
+// ServiceAccount or a kubeconfig context. It talks to the cluster only when Read is
+// called.
+func NewReader(cfg *rest.Config) (*Reader, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating dynamic client for %s: %w", cfg.Host, err)
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating metadata client for %s: %w", cfg.Host, err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client for %s: %w", cfg.Host, err)
+	}
+	return &Reader{host: cfg.Host, dyn: dyn, meta: md, disc: disc, parallel: 8}, nil
+}
+
+// listKey is one LIST: a resource in a namespace ("" for cluster-scoped types).
+type listKey struct {
+	gvr schema.GroupVersionResource
+	ns  string
+}
+
+// listing is one planned LIST with its resource.
+type listing struct {
+	res resource
+	ns  string
+}
+
+// read is the state of one Read call.
+type read struct {
+	r       *Reader
+	opts    Options
+	cluster string
+	cat     *catalog
+
+	// want maps the live key of every base, head and inventory object to the key
+	// the caller used (which may lack the default namespace).
+	want      map[render.ObjectKey]render.ObjectKey
+	inventory map[render.ObjectKey]bool
+	lists     map[listKey]listing
+	// listed holds the items of every planned LIST that ran.
+	listed map[listKey][]*unstructured.Unstructured
+	// versions is the version head (else base) uses for each kind.
+	versions map[schema.GroupKind]string
+}
+
+// Read returns the live state of one target: the live objects of base, head and the
+// inventory, the objects that tracking marks as the target's, children of pruned
+// Namespaces and CRDs, volumes of PVCs and a prediction for every head object. Any
+// failed read gives a LiveState with Err set and nothing else, never a partial one.
+func (r *Reader) Read(ctx context.Context, base, head render.ObjectSet, opts Options) *diffing.LiveState {
+	if opts.Mode == "" {
+		opts.Mode = ModeSimulate
+	}
+	cluster := opts.Cluster
+	if cluster == "" {
+		cluster = r.host
+	}
+	fail := func(err error) *diffing.LiveState {
+		return &diffing.LiveState{Mode: opts.Mode, Cluster: cluster, Err: err}
+	}
+	if opts.Mode != ModeSimulate && opts.Mode != ModeDryRun {
+		return fail(fmt.Errorf("reading cluster %s: unknown live mode %q (want %s or %s)", cluster, opts.Mode, ModeSimulate, ModeDryRun))
+	}
+	if opts.Manager == "" {
+		return fail(fmt.Errorf("reading cluster %s: no field manager set to predict the apply as", cluster))
+	}
+	st := &read{r: r, opts: opts, cluster: cluster}
+	out, err := st.run(ctx, base, head)
+	if err != nil {
+		return fail(err)
+	}
+	return out
+}
+
+func (st *read) run(ctx context.Context, base, head render.ObjectSet) (*diffing.LiveState, error) {
+	cat, err := st.r.getCatalog(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading cluster %s: %w", st.cluster, err)
+	}
+	if st.missingKinds(cat, base, head) {
+		// A kind may come from a CRD installed since discovery was cached.
+		if cat, err = st.r.getCatalog(ctx, true); err != nil {
+			return nil, fmt.Errorf("reading cluster %s: %w", st.cluster, err)
+		}
+	}
+	st.cat = cat
+	if err := st.plan(base, head); err != nil {
+		return nil, err
+	}
+	items, err := st.listAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	out := &diffing.LiveState{
+		Mode:        st.opts.Mode,
+		Cluster:     st.cluster,
+		Objects:     map[render.ObjectKey]*unstructured.Unstructured{},
+		Tracked:     map[render.ObjectKey]bool{},
+		Predictions: map[render.ObjectKey]diffing.Prediction{},
+		Children:    map[render.ObjectKey]diffing.Children{},
+		Volumes:     map[render.ObjectKey]*unstructured.Unstructured{},
+	}
+	for _, u := range items {
+		lk := render.KeyOf(u)
+		k, wanted := st.want[lk]
+		tracked := st.inventory[lk] || st.opts.Tracking.tracked(u.GetLabels(), u.GetAnnotations())
+		if !wanted {
+			k = lk
+		}
+		if !wanted && !tracked {
+			continue
+		}
+		out.Objects[k] = u
+		if tracked {
+			out.Tracked[k] = true
+		}
+	}
+
+	if err := st.children(ctx, base, head, out); err != nil {
+		return nil, err
+	}
+	if err := st.volumes(ctx, base, head, out); err != nil {
+		return nil, err
+	}
+	st.predict(ctx, head, out)
+	return out, nil
+}
+
+// missingKinds reports whether a base or head kind is not in the catalog.
+func (st *read) missingKinds(cat *catalog, sets ...render.ObjectSet) bool {
+	for _, s := range sets {
+		for _, o := range s.Objects {
+			if _, ok := cat.byGK[o.Key.GroupKind()]; !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// liveKey is where the object of key k lives: namespaced objects without a
+// namespace in the default one, cluster-scoped objects without one.
+func (st *read) liveKey(k render.ObjectKey, res resource) render.ObjectKey {
+	if !res.namespaced {
+		k.Namespace = ""
+	} else if k.Namespace == "" {
+		k.Namespace = st.defaultNamespace()
+	}
+	return k
+}
+
+func (st *read) defaultNamespace() string {
+	if st.opts.Namespace != "" {
+		return st.opts.Namespace
+	}
+	return "default"
+}
+
+// plan decides the LISTs: every served kind of base, head and inventory, in every
+// namespace any of their namespaced objects is in.
+func (st *read) plan(base, head render.ObjectSet) error {
+	st.want = map[render.ObjectKey]render.ObjectKey{}
+	st.inventory = map[render.ObjectKey]bool{}
+	st.lists = map[listKey]listing{}
+	st.versions = map[schema.GroupKind]string{}
+	// head's version wins: predictions apply head in its own version.
+	for _, s := range []render.ObjectSet{base, head} {
+		for _, o := range s.Objects {
+			if o.Obj != nil {
+				st.versions[o.Key.GroupKind()] = o.Obj.GroupVersionKind().Version
+			}
+		}
+	}
+	kinds := map[schema.GroupKind]resource{}
+	namespaces := map[string]bool{}
+	add := func(k render.ObjectKey) (render.ObjectKey, bool) {
+		gk := k.GroupKind()
+		if _, failed := st.cat.failed[gk.Group]; failed {
+			return k, false
+		}
+		res, ok := st.cat.lookup(gk, st.versions[gk])
+		if !ok {
+			return k, false // not served (yet): no live object
+		}
+		kinds[gk] = res
+		lk := st.liveKey(k, res)
+		if res.namespaced {
+			namespaces[lk.Namespace] = true
+		}
+		return lk, true
+	}
+	for _, s := range []render.ObjectSet{base, head} {
+		for _, o := range s.Objects {
+			if err := st.groupDiscovered(o.Key); err != nil {
+				return err
+			}
+			if lk, ok := add(o.Key); ok {
+				st.want[lk] = o.Key
+			}
+		}
+	}
+	for _, k := range st.opts.Inventory {
+		if err := st.groupDiscovered(k); err != nil {
+			return err
+		}
+		if lk, ok := add(k); ok {
+			st.inventory[lk] = true
+			if _, ok := st.want[lk]; !ok {
+				st.want[lk] = lk
+			}
+		}
+	}
+	for _, res := range kinds {
+		if !res.can("list") {
+			return fmt.Errorf("listing %s on cluster %s: the API does not support list", res.name(), st.cluster)
+		}
+		if !res.namespaced {
+			st.lists[listKey{gvr: res.gvr}] = listing{res: res}
+			continue
+		}
+		for ns := range namespaces {
+			st.lists[listKey{gvr: res.gvr, ns: ns}] = listing{res: res, ns: ns}
+		}
+	}
+	return nil
+}
+
+// groupDiscovered fails when k's API group could not be discovered: its objects may
+// exist, and a read without them would be partial.
+func (st *read) groupDiscovered(k render.ObjectKey) error {
+	if err, failed := st.cat.failed[k.Group]; failed {
+		return fmt.Errorf("discovering API group %s for %s on cluster %s: %w", k.Group, k, st.cluster, err)
+	}
+	return nil
+}
+
+// listAll runs the planned LISTs concurrently and returns every item.
+func (st *read) listAll(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	keys := make([]listing, 0, len(st.lists))
+	for _, l := range st.lists {
+		keys = append(keys, l)
+	}
+	slices.SortFunc(keys, func(a, b listing) int {
+		if c := compareStrings(a.res.name(), b.res.name()); c != 0 {
+			return c
+		}
+		return compareStrings(a.ns, b.ns)
+	})
+	results := make([][]*unstructured.Unstructured, len(keys))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(st.r.parallel)
+	for i, k := range keys {
+		g.Go(func() error {
+			items, err := st.list(gctx, k)
+			results[i] = items
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	st.listed = make(map[listKey][]*unstructured.Unstructured, len(keys))
+	var out []*unstructured.Unstructured
+	for i, r := range results {
+		st.listed[listKey{gvr: keys[i].res.gvr, ns: keys[i].ns}] = r
+		out = append(out, r...)
+	}
+	return out, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// list runs one logical LIST (paged). A type that vanished since discovery (404)
+// has no objects; any other failure names the resource, namespace and cluster.
+func (st *read) list(ctx context.Context, k listing) ([]*unstructured.Unstructured, error) {
+	var ri dynamic.ResourceInterface = st.r.dyn.Resource(k.res.gvr)
+	if k.ns != "" {
+		ri = st.r.dyn.Resource(k.res.gvr).Namespace(k.ns)
+	}
+	var out []*unstructured.Unstructured
+	opts := metav1.ListOptions{Limit: listPageSize}
+	for {
+		l, err := ri.List(ctx, opts)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, st.listError(k, err)
+		}
+		gvk := k.res.gvr.GroupVersion().WithKind(k.res.kind)
+		for i := range l.Items {
+			u := &l.Items[i]
+			if u.GetKind() == "" {
+				u.SetGroupVersionKind(gvk)
+			}
+			out = append(out, u)
+		}
+		if l.GetContinue() == "" {
+			return out, nil
+		}
+		opts.Continue = l.GetContinue()
+	}
+}
+
+// listError names the verb, resource, namespace and cluster of a failed LIST.
+func (st *read) listError(k listing, err error) error {
+	where := "cluster-wide"
+	if k.ns != "" {
+		where = "in namespace " + k.ns
+	}
+	reason := ""
+	switch {
+	case apierrors.IsForbidden(err):
+		reason = "forbidden: "
+	case apierrors.IsUnauthorized(err):
+		reason = "unauthorized: "
+	}
+	return fmt.Errorf("listing %s %s on cluster %s: %s%w", k.res.name(), where, st.cluster, reason, err)
+}
+
+// workers is how many CPU-bound predictions run at once.
+func workers() int { return max(1, runtime.GOMAXPROCS(0)) }
