@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -184,7 +185,7 @@ func (q *Queue) openSQLite(ctx context.Context, cfg *river.Config) error {
 		return fmt.Errorf("connecting: %w", err)
 	}
 	driver := riversqlite.New(db)
-	if err := migrateSQLite(ctx, db, driver); err != nil {
+	if err := migrateSQLite(ctx, db, driver, q.opts.DSN); err != nil {
 		return err
 	}
 	q.client, err = river.NewClient(driver, cfg)
@@ -210,28 +211,31 @@ func (q *Queue) openPostgres(ctx context.Context, cfg *river.Config) error {
 	return err
 }
 
-// migrateSQLite runs River's migrations and the bot's schema in one transaction;
-// _txlock=immediate makes concurrent starters wait for each other.
-func migrateSQLite(ctx context.Context, db *sql.DB, driver *riversqlite.Driver) error {
+// migrateSQLite runs River's migrations and creates the bot's tables, under a file
+// lock next to the database so two processes starting at once migrate in turn.
+func migrateSQLite(ctx context.Context, db *sql.DB, driver *riversqlite.Driver, dsn string) error {
+	if !strings.HasPrefix(dsn, "file:") {
+		f, err := os.OpenFile(dsn+".migrate-lock", os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return fmt.Errorf("migrating: %w", err)
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			return fmt.Errorf("migrating: taking the migration lock: %w", err)
+		}
+		defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
+	}
 	m, err := rivermigrate.New(driver, nil)
 	if err != nil {
 		return fmt.Errorf("preparing migrations: %w", err)
 	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("migrating: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("running River's migrations: %w", err)
 	}
 	for _, stmt := range sqliteSchema {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("creating the bot's tables: %w", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrating: committing: %w", err)
 	}
 	return nil
 }

@@ -280,12 +280,12 @@ func TestSecretsNeverPrint(t *testing.T) {
 		t.Fatal(err)
 	}
 	outputs := map[string]string{
-		"%v":   fmt.Sprintf("%v", cfg),
-		"%+v":  fmt.Sprintf("%+v", *cfg),
-		"%#v":  fmt.Sprintf("%#v", *cfg),
-		"%s":   fmt.Sprintf("%s", cfg.GitLab.Token),
-		"json": string(js),
-		"slog": logged.String(),
+		"%v":    fmt.Sprintf("%v", cfg),
+		"%+v":   fmt.Sprintf("%+v", *cfg),
+		"%#v":   fmt.Sprintf("%#v", *cfg),
+		"%s %q": fmt.Sprintf("%s %q", cfg.GitLab.Token, cfg.GitLab.Token),
+		"json":  string(js),
+		"slog":  logged.String(),
 	}
 	for how, out := range outputs {
 		for _, s := range []string{ghSecret, glSecret, "BEGIN RSA", glToken, "pa55word"} {
