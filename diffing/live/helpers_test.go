@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/driftpreview/driftpreview/diffing"
@@ -110,3 +112,8 @@ func (l *requestLog) add(method, path string) {
 	defer l.mu.Unlock()
 	l.reqs = append(l.reqs, method+" "+path)
 }
+
+var (
+	pvGVR      = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+	deleteOpts = metav1.DeleteOptions{}
+)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -143,10 +144,21 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	return p
 }
 
-// upgradeClientSideApply hands the fields of client-side-apply managers (kubectl's,
-// and whoever owns the last-applied annotation with an Update) to manager, so the
-// apply treats them as its own, as csaupgrade does for kubectl apply --server-side.
+// upgradeClientSideApply hands the fields of client-side-apply managers to manager,
+// so the apply treats them as its own, as csaupgrade does for kubectl apply
+// --server-side and as Flux and Argo CD do when they move an object to server-side
+// apply.
 func upgradeClientSideApply(obj *unstructured.Unstructured, manager string) error {
+	csa, err := clientSideManagers(obj)
+	if err != nil || csa.Len() == 0 {
+		return err
+	}
+	return csaupgrade.UpgradeManagedFields(obj, csa, manager)
+}
+
+// clientSideManagers are kubectl's client-side-apply manager and whoever owns the
+// last-applied annotation through an Update (Argo CD's client-side sync).
+func clientSideManagers(obj *unstructured.Unstructured) (sets.Set[string], error) {
 	_, hasLastApplied := obj.GetAnnotations()[lastAppliedAnnotation]
 	csa := sets.New[string]()
 	for _, e := range obj.GetManagedFields() {
@@ -162,16 +174,13 @@ func upgradeClientSideApply(obj *unstructured.Unstructured, manager string) erro
 		}
 		set := &fieldpath.Set{}
 		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
-			return fmt.Errorf("decoding managed fields of %s: %w", e.Manager, err)
+			return nil, fmt.Errorf("decoding managed fields of %s: %w", e.Manager, err)
 		}
 		if set.Has(lastAppliedPath) {
 			csa.Insert(e.Manager)
 		}
 	}
-	if csa.Len() == 0 {
-		return nil
-	}
-	return csaupgrade.UpgradeManagedFields(obj, csa, manager)
+	return csa, nil
 }
 
 // dryRun asks the apiserver: a server-side apply with dryRun=All without force for
@@ -189,10 +198,16 @@ func (st *read) dryRun(ctx context.Context, j job) diffing.Prediction {
 		if !ok {
 			return diffing.Prediction{Err: st.applyError("dry-run apply of", j.key, err)}
 		}
-		p.Conflicts = conflicts
+		// The apiserver does not upgrade client-side-apply managers; the GitOps
+		// controllers do before they apply, so their fields are no conflict.
+		csa, err := clientSideManagers(j.live)
+		if err != nil {
+			return diffing.Prediction{Err: st.applyError("dry-run apply of", j.key, err)}
+		}
+		p.Conflicts = slices.DeleteFunc(conflicts, func(c diffing.Conflict) bool { return csa.Has(c.Manager) })
 		opts.Force = true
 		if obj, err = ri.Apply(ctx, j.head.GetName(), j.head, opts); err != nil {
-			return diffing.Prediction{Conflicts: conflicts, Err: st.applyError("dry-run forced apply of", j.key, err)}
+			return diffing.Prediction{Conflicts: p.Conflicts, Err: st.applyError("dry-run forced apply of", j.key, err)}
 		}
 	}
 	p.Object = obj
