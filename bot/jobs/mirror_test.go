@@ -1,0 +1,119 @@
+package jobs_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/driftpreview/driftpreview/bot/jobs"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// source makes a repository with two commits and returns its file:// URL and SHAs.
+func source(t *testing.T) (string, string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "src")
+	git(t, filepath.Dir(dir), "init", "-q", "-b", "main", dir)
+	git(t, dir, "commit", "-q", "--allow-empty", "-m", "one")
+	a := git(t, dir, "rev-parse", "HEAD")
+	git(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
+	return "file://" + dir, a, git(t, dir, "rev-parse", "HEAD")
+}
+
+func TestMirrorFetch(t *testing.T) {
+	url, a, b := source(t)
+	m := jobs.NewMirror(t.TempDir())
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	dirs := make([]string, 3)
+	errs := make([]error, 3)
+	for i := range dirs { // concurrent fetches of one repository serialise
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dirs[i], errs[i] = m.Fetch(ctx, jobs.FetchRequest{Host: "github", Repo: "acme/shop", URL: url, SHAs: []string{a, b}})
+		}()
+	}
+	wg.Wait()
+	for i := range dirs {
+		if errs[i] != nil {
+			t.Fatalf("Fetch %d: %v", i, errs[i])
+		}
+	}
+	want, _ := m.Path("github", "acme/shop")
+	if dirs[0] != want || !strings.HasSuffix(want, filepath.Join("github", "acme", "shop.git")) {
+		t.Errorf("mirror at %s, want %s", dirs[0], want)
+	}
+	if got := git(t, dirs[0], "rev-parse", "--is-bare-repository"); got != "true" {
+		t.Errorf("mirror is not bare: %s", got)
+	}
+	for _, sha := range []string{a, b} {
+		if got := git(t, dirs[0], "cat-file", "-t", sha); got != "commit" {
+			t.Errorf("%s is %q in the mirror", sha, got)
+		}
+	}
+	// Nothing credential-like is written to the mirror's config.
+	cfg, _ := os.ReadFile(filepath.Join(dirs[0], "config"))
+	if strings.Contains(string(cfg), "extraheader") || strings.Contains(string(cfg), "url =") {
+		t.Errorf("mirror config holds remote settings:\n%s", cfg)
+	}
+}
+
+func TestMirrorErrors(t *testing.T) {
+	url, a, _ := source(t)
+	const token = "ghs_supersecrettoken1234567890"
+	var mu sync.Mutex
+	var gotAuth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, "denied for Bearer "+token, http.StatusForbidden)
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name string
+		req  jobs.FetchRequest
+		want string
+	}{
+		{"path escape", jobs.FetchRequest{Host: "github", Repo: "../etc", URL: url, SHAs: []string{a}}, `mirror path for github/../etc: ".." is not a safe path segment`},
+		{"not a sha", jobs.FetchRequest{Host: "github", Repo: "acme/shop", URL: url, SHAs: []string{"main"}}, `fetching acme/shop: "main" is not a full commit SHA`},
+		{"missing commit", jobs.FetchRequest{Host: "github", Repo: "acme/shop", URL: url, SHAs: []string{strings.Repeat("d", 40)}}, "fetching dddddddddddddddddddddddddddddddddddddddd from " + url},
+		{"credentials stay secret", jobs.FetchRequest{Host: "github", Repo: "acme/other", URL: srv.URL + "/acme/other.git",
+			Header: http.Header{"Authorization": {"Bearer " + token}}, SHAs: []string{a}}, "fetching " + a + " from " + srv.URL + "/acme/other.git: git fetch:"},
+	}
+	m := jobs.NewMirror(t.TempDir())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := m.Fetch(context.Background(), tt.req)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("Fetch error = %v, want prefix %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), token) {
+				t.Errorf("error leaks the token: %v", err)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(gotAuth) == 0 || gotAuth[0] != "Bearer "+token {
+		t.Errorf("server saw Authorization %q, want the header from the environment", gotAuth)
+	}
+}
