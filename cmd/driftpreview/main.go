@@ -22,6 +22,7 @@ const (
 // commands maps each subcommand to its entry point; each lives in its own file.
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"version": runVersion,
+	"serve":   runServe,
 	"render":  runRender,
 }
 

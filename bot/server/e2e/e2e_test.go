@@ -1,0 +1,502 @@
+// Package e2e_test drives the whole bot end to end: signed webhooks into the real
+// HTTP handler, the SQLite queue, the worker fetching over git's smart HTTP into a
+// bare mirror, preview.Run against a real kube-apiserver (fixtures/cluster/testcluster),
+// and the real GitHub and GitLab adapters talking to their fakes.
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/riverqueue/river/rivertype"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/driftpreview/driftpreview/bot/github"
+	"github.com/driftpreview/driftpreview/bot/github/githubtest"
+	"github.com/driftpreview/driftpreview/bot/gitlab"
+	"github.com/driftpreview/driftpreview/bot/gitlab/gitlabtest"
+	"github.com/driftpreview/driftpreview/bot/internal/hostretry"
+	"github.com/driftpreview/driftpreview/bot/jobs"
+	"github.com/driftpreview/driftpreview/bot/preview"
+	"github.com/driftpreview/driftpreview/bot/queue"
+	"github.com/driftpreview/driftpreview/bot/server"
+	"github.com/driftpreview/driftpreview/fixtures/cluster/testcluster"
+)
+
+var cluster *testcluster.Cluster
+
+func TestMain(m *testing.M) { testcluster.Main(m, &cluster) }
+
+const webhookSecret = "e2e-webhook-secret"
+
+// repo is a bare repository acme/shop.git under root with a base commit on main and
+// a head commit on feature.
+type repo struct {
+	root       string
+	Base, Head string
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if content == "" {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// newRepo builds the scenario: base has ConfigMaps settings and legacy and the PVC
+// cache; head changes settings and deletes legacy and cache, with prune on.
+func newRepo(t *testing.T, ns string, extraHead map[string]string) *repo {
+	t.Helper()
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	git(t, root, "init", "-q", "-b", "main", work)
+	write(t, work, map[string]string{
+		".driftpreview.yaml": fmt.Sprintf(`version: 1
+targets:
+  - name: shop
+    path: app
+    namespace: %s
+    cluster: prod
+    sync: {prune: true, manager: kustomize-controller}
+`, ns),
+		"app/kustomization.yaml": fmt.Sprintf("namespace: %s\nresources: [settings.yaml, legacy.yaml, cache.yaml]\n", ns),
+		"app/settings.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {LOG_LEVEL: info, MODE: a}\n",
+		"app/legacy.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: legacy}\ndata: {FLAG: \"on\"}\n",
+		"app/cache.yaml":         "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: cache}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n",
+	})
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-q", "-m", "base")
+	r := &repo{root: root, Base: git(t, work, "rev-parse", "HEAD")}
+	git(t, work, "checkout", "-q", "-b", "feature")
+	head := map[string]string{
+		"app/kustomization.yaml": fmt.Sprintf("namespace: %s\nresources: [settings.yaml]\n", ns),
+		"app/settings.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {LOG_LEVEL: info, MODE: b}\n",
+		"app/legacy.yaml":        "",
+		"app/cache.yaml":         "",
+	}
+	for k, v := range extraHead {
+		head[k] = v
+	}
+	write(t, work, head)
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-q", "-m", "head")
+	r.Head = git(t, work, "rev-parse", "HEAD")
+	bare := filepath.Join(root, "git", "acme", "shop.git")
+	git(t, root, "clone", "-q", "--bare", work, bare)
+	return r
+}
+
+// gitFront serves repositories under root/git with git's smart HTTP protocol
+// (git http-backend) and proxies everything else to api (the fake host, or nil).
+// A fetch without an Authorization header passing auth gets 401.
+func gitFront(t *testing.T, root string, api string, auth func(string) bool) (string, *int) {
+	t.Helper()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"},
+		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Join(root, "git"), "GIT_HTTP_EXPORT_ALL=1"}}
+	var proxy http.Handler
+	if api != "" {
+		u, _ := url.Parse(api)
+		proxy = httputil.NewSingleHostReverseProxy(u)
+	}
+	var mu sync.Mutex
+	fetches := new(int)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, ".git/") {
+			if !auth(r.Header.Get("Authorization")) {
+				http.Error(w, "bad credentials", http.StatusUnauthorized)
+				return
+			}
+			mu.Lock()
+			*fetches++
+			mu.Unlock()
+			backend.ServeHTTP(w, r)
+			return
+		}
+		if proxy == nil {
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, fetches
+}
+
+// liveDrift creates base's objects in ns as the GitOps manager would (server-side
+// apply by kustomize-controller), then a human `kubectl edit` of settings' LOG_LEVEL.
+func liveDrift(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	kube := cluster.Kube()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	apply := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":%q},"data":{"LOG_LEVEL":"info","MODE":"a"}}`, ns)
+	force := true
+	if _, err := kube.CoreV1().ConfigMaps(ns).Patch(ctx, "settings", types.ApplyPatchType, []byte(apply),
+		metav1.PatchOptions{FieldManager: "kustomize-controller", Force: &force}); err != nil {
+		t.Fatal(err)
+	}
+	legacy := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"legacy","namespace":%q},"data":{"FLAG":"on"}}`, ns)
+	if _, err := kube.CoreV1().ConfigMaps(ns).Patch(ctx, "legacy", types.ApplyPatchType, []byte(legacy),
+		metav1.PatchOptions{FieldManager: "kustomize-controller", Force: &force}); err != nil {
+		t.Fatal(err)
+	}
+	cache := fmt.Sprintf(`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"cache","namespace":%q},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}`, ns)
+	if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, "cache", types.ApplyPatchType, []byte(cache),
+		metav1.PatchOptions{FieldManager: "kustomize-controller", Force: &force}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Patch(ctx, "settings", types.MergePatchType, []byte(`{"data":{"LOG_LEVEL":"debug"}}`),
+		metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stack is the bot under test, serving on a real port.
+type stack struct {
+	url   string
+	queue *queue.Queue
+}
+
+func startBot(t *testing.T, hosts map[string]server.Host, mod func(*server.Options)) *stack {
+	t.Helper()
+	dir := t.TempDir()
+	prod := preview.Cluster{Name: "prod", Config: cluster.Config(), LiveMode: "simulate"}
+	jo := jobs.DefaultOptions()
+	jo.Clusters = map[string]preview.Cluster{"prod": prod}
+	opts := server.Options{
+		Hosts:     hosts,
+		Previewer: jobs.PreviewFunc(preview.Run),
+		WorkDir:   filepath.Join(dir, "mirrors"),
+		Queue: queue.Options{Driver: queue.DriverSQLite, DSN: filepath.Join(dir, "queue.db"),
+			FetchPollInterval: 50 * time.Millisecond, MaxAttempts: 2},
+		Jobs:    jo,
+		Handler: server.HandlerOptions{Repos: []string{"acme/*"}},
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	s, err := server.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return &stack{url: "http://" + ln.Addr().String(), queue: s.Queue}
+}
+
+func (s *stack) deliver(t *testing.T, host string, h http.Header, body []byte) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/webhooks/"+host, bytes.NewReader(body))
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// waitDone waits until every job is finished and returns their states.
+func (s *stack) waitDone(t *testing.T) []rivertype.JobState {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		rows, err := s.queue.Jobs(context.Background(), jobs.Kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var states []rivertype.JobState
+		done := len(rows) > 0
+		for _, r := range rows {
+			states = append(states, r.State)
+			if r.State != rivertype.JobStateCompleted && r.State != rivertype.JobStateDiscarded && r.State != rivertype.JobStateCancelled {
+				done = false
+			}
+		}
+		if done {
+			return states
+		}
+		if time.Now().After(deadline) {
+			for _, r := range rows {
+				t.Logf("job %d %s errors %+v", r.ID, r.State, r.Errors)
+			}
+			t.Fatalf("jobs not finished: %v", states)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func ghPayload(t *testing.T, action string, number int, r *repo, headRepo string) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{
+		"action": action, "number": number,
+		"pull_request": map[string]any{
+			"number": number, "html_url": fmt.Sprintf("https://github.example/acme/shop/pull/%d", number),
+			"base": map[string]any{"ref": "main", "sha": r.Base, "repo": map[string]any{"full_name": "acme/shop"}},
+			"head": map[string]any{"ref": "feature", "sha": r.Head, "repo": map[string]any{"full_name": headRepo}},
+		},
+		"repository":   map[string]any{"full_name": "acme/shop"},
+		"installation": map[string]any{"id": 4242},
+		"sender":       map[string]any{"login": "ada"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// checkRunStates reads the check-run writes the adapter made, in order.
+func checkRunStates(calls []githubtest.Call) []string {
+	var out []string
+	for _, c := range calls {
+		if !strings.Contains(c.Path, "/check-runs") || (c.Method != http.MethodPost && c.Method != http.MethodPatch) {
+			continue
+		}
+		var b struct{ Status, Conclusion string }
+		_ = json.Unmarshal([]byte(c.Body), &b)
+		out = append(out, strings.TrimSuffix(b.Status+"/"+b.Conclusion, "/"))
+	}
+	return out
+}
+
+func newGitHub(t *testing.T, r *repo) (*githubtest.Server, *github.Client, *int) {
+	t.Helper()
+	fake := githubtest.New(t)
+	front, fetches := gitFront(t, r.root, "", func(a string) bool {
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(a, "Basic "))
+		return err == nil && strings.HasPrefix(string(raw), "x-access-token:") && len(raw) > len("x-access-token:")
+	})
+	o := github.DefaultOptions()
+	o.AppID, o.PrivateKey, o.WebhookSecret = fake.AppID, fake.KeyPEM, []byte(webhookSecret)
+	o.APIURL, o.WebURL = fake.URL(), front
+	o.BotLogin = fake.BotLogin
+	o.Retry = hostretry.DefaultOptions()
+	c, err := github.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, c, fetches
+}
+
+func TestGitHubEndToEnd(t *testing.T) {
+	tests := []struct {
+		name      string
+		number    int
+		headRepo  string
+		maxChars  int
+		fail403   bool
+		wantRuns  []string
+		wantPages int // 0: no comment; -1: more than one
+		wantText  []string
+	}{
+		{
+			name: "pull request gets a check and one comment", number: 1, headRepo: "acme/shop",
+			wantRuns:  []string{"in_progress", "completed/failure"},
+			wantPages: 1,
+			wantText: []string{"<!-- driftpreview:sticky v1 -->", "`prune-stateful`", "`prune`", "`live-drift`",
+				"PersistentVolumeClaim", "cache", "legacy", "LOG_LEVEL", "kubectl-edit"},
+		},
+		{
+			name: "oversized report is split into pages", number: 2, headRepo: "acme/shop", maxChars: 450,
+			wantRuns:  []string{"in_progress", "completed/failure"},
+			wantPages: -1,
+			wantText:  []string{"`prune-stateful`", "page 2 -->"},
+		},
+		{
+			name: "fork pull request gets a neutral check", number: 3, headRepo: "mallory/shop",
+			wantRuns: []string{"completed/neutral"},
+		},
+		{
+			name: "403 with Retry-After is retried", number: 4, headRepo: "acme/shop", fail403: true,
+			// The first write is answered 403 and sent again after a second.
+			wantRuns:  []string{"in_progress", "in_progress", "completed/failure"},
+			wantPages: 1,
+			wantText:  []string{"`prune-stateful`"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := fmt.Sprintf("e2e-gh-%d", tt.number)
+			r := newRepo(t, ns, nil)
+			liveDrift(t, ns)
+			fake, client, fetches := newGitHub(t, r)
+			if tt.fail403 {
+				fake.FailNext(http.MethodPost, "/repos/acme/shop/check-runs", 1, http.StatusForbidden,
+					http.Header{"Retry-After": {"1"}, "Content-Type": {"application/json"}})
+			}
+			bot := startBot(t, map[string]server.Host{"github": client}, func(o *server.Options) {
+				if tt.maxChars > 0 {
+					o.Jobs.MaxChars = map[string]int{"github": tt.maxChars}
+				}
+			})
+			body := ghPayload(t, "opened", tt.number, r, tt.headRepo)
+			if code := bot.deliver(t, "github", githubtest.WebhookHeader("pull_request", fmt.Sprint("gh-", tt.number), []byte("wrong"), body), body); code != 401 {
+				t.Errorf("badly signed delivery: %d, want 401", code)
+			}
+			if code := bot.deliver(t, "github", githubtest.WebhookHeader("pull_request", fmt.Sprint("gh-", tt.number), []byte(webhookSecret), body), body); code != 202 {
+				t.Fatalf("delivery: %d, want 202", code)
+			}
+			if diff := cmp.Diff([]rivertype.JobState{rivertype.JobStateCompleted}, bot.waitDone(t)); diff != "" {
+				t.Errorf("job states (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantRuns, checkRunStates(fake.Calls())); diff != "" {
+				t.Errorf("check run writes (-want +got):\n%s", diff)
+			}
+			runs := fake.CheckRuns("acme/shop", r.Head)
+			if len(runs) != 1 {
+				t.Fatalf("%d check runs on head, want 1: %+v", len(runs), runs)
+			}
+			comments := fake.Comments("acme/shop", tt.number)
+			switch {
+			case tt.wantPages == -1 && len(comments) < 2:
+				t.Errorf("%d comments, want a split into several", len(comments))
+			case tt.wantPages >= 0 && len(comments) != tt.wantPages:
+				t.Errorf("%d comments, want %d", len(comments), tt.wantPages)
+			}
+			var all strings.Builder
+			for _, c := range comments {
+				if tt.maxChars > 0 && len(c.Body) > tt.maxChars {
+					t.Errorf("comment %d is %d bytes, over the %d limit", c.ID, len(c.Body), tt.maxChars)
+				}
+				all.WriteString(c.Body)
+			}
+			for _, w := range tt.wantText {
+				if !strings.Contains(all.String(), w) {
+					t.Errorf("comments lack %q:\n%s", w, all.String())
+				}
+			}
+			if tt.wantPages != 0 && *fetches == 0 {
+				t.Error("the mirror never fetched over HTTP")
+			}
+			if tt.fail403 {
+				posts := 0
+				for _, c := range fake.Calls() {
+					if c.Method == http.MethodPost && c.Path == "/repos/acme/shop/check-runs" {
+						posts++
+					}
+				}
+				if posts != 2 {
+					t.Errorf("%d POSTs of the check run, want 2 (403, then the retry)", posts)
+				}
+			}
+		})
+	}
+}
+
+func TestGitLabEndToEnd(t *testing.T) {
+	ns := "e2e-gl"
+	r := newRepo(t, ns, nil)
+	liveDrift(t, ns)
+	fake := gitlabtest.New(t)
+	fake.AddProject(42, "acme/shop")
+	fake.AddMergeRequest(gitlabtest.MergeRequest{ProjectID: 42, IID: 5, SourceBranch: "feature", TargetBranch: "main",
+		SHA: r.Head, StartSHA: r.Base, BaseSHA: r.Base, WebURL: "https://gitlab.example/acme/shop/-/merge_requests/5"})
+	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("oauth2:"+fake.Token))
+	front, fetches := gitFront(t, r.root, fake.URL(), func(a string) bool { return a == wantAuth })
+	o := gitlab.DefaultOptions()
+	o.URL, o.Token, o.WebhookSecret = front, fake.Token, []byte(webhookSecret)
+	client, err := gitlab.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot := startBot(t, map[string]server.Host{"gitlab": client}, nil)
+	body, _ := json.Marshal(map[string]any{
+		"object_kind": "merge_request", "user": map[string]any{"username": "ada"},
+		"project": map[string]any{"id": 42, "path_with_namespace": "acme/shop"},
+		"object_attributes": map[string]any{"iid": 5, "action": "open", "target_branch": "main", "source_branch": "feature",
+			"source_project_id": 42, "target_project_id": 42, "last_commit": map[string]any{"id": r.Head},
+			"url": "https://gitlab.example/acme/shop/-/merge_requests/5"},
+	})
+	if code := bot.deliver(t, "gitlab", gitlabtest.WebhookHeader("Merge Request Hook", "uuid-1", "wrong"), body); code != 401 {
+		t.Errorf("delivery with a wrong token: %d, want 401", code)
+	}
+	for range 2 { // the same delivery twice runs once
+		if code := bot.deliver(t, "gitlab", gitlabtest.WebhookHeader("Merge Request Hook", "uuid-1", webhookSecret), body); code/100 != 2 {
+			t.Fatalf("delivery: %d", code)
+		}
+	}
+	if diff := cmp.Diff([]rivertype.JobState{rivertype.JobStateCompleted}, bot.waitDone(t)); diff != "" {
+		t.Errorf("job states (-want +got):\n%s", diff)
+	}
+	var states []string
+	for _, s := range fake.Statuses(42, r.Head) {
+		states = append(states, s.State)
+	}
+	if diff := cmp.Diff([]string{"running", "failed"}, states); diff != "" {
+		t.Errorf("commit statuses (-want +got):\n%s", diff)
+	}
+	notes := fake.Notes(42, 5)
+	if len(notes) != 1 {
+		t.Fatalf("%d notes, want 1", len(notes))
+	}
+	for _, w := range []string{"<!-- driftpreview:sticky v1 -->", "`prune-stateful`", "`prune`", "`live-drift`", "PersistentVolumeClaim"} {
+		if !strings.Contains(notes[0].Body, w) {
+			t.Errorf("note lacks %q:\n%s", w, notes[0].Body)
+		}
+	}
+	if *fetches == 0 {
+		t.Error("the mirror never fetched over HTTP with the token")
+	}
+}

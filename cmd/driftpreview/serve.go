@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/driftpreview/driftpreview/bot/github"
+	"github.com/driftpreview/driftpreview/bot/gitlab"
+	"github.com/driftpreview/driftpreview/bot/jobs"
+	"github.com/driftpreview/driftpreview/bot/preview"
+	"github.com/driftpreview/driftpreview/bot/queue"
+	"github.com/driftpreview/driftpreview/bot/server"
+	"github.com/driftpreview/driftpreview/bot/serverconfig"
+)
+
+// runServe is `driftpreview serve --config server.yaml`: the webhook receiver and
+// job runner, until ctx is cancelled (SIGINT/SIGTERM), then a graceful stop.
+func runServe(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	configPath := fl.String("config", "", "server config `file` (server.yaml); every setting may also come from DRIFTPREVIEW_<PATH> variables")
+	if err := fl.Parse(args); err != nil {
+		return exitError
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "driftpreview serve: unexpected argument %q\n", fl.Arg(0))
+		return exitError
+	}
+	cfg, err := serverconfig.Load(*configPath, os.Environ())
+	if err != nil {
+		fmt.Fprintf(stderr, "driftpreview serve: %v\n", err)
+		return exitError
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+	opts, err := serverOptions(cfg, log)
+	if err != nil {
+		log.Error("configuring", "error", err)
+		return exitError
+	}
+	srv, err := server.New(ctx, opts)
+	if err != nil {
+		log.Error("starting", "error", err)
+		return exitError
+	}
+	if err := srv.Run(ctx); err != nil {
+		log.Error("serving", "error", err)
+		return exitError
+	}
+	log.Info("stopped")
+	return exitOK
+}
+
+// serverOptions wires the adapters, clusters and queue settings from the config.
+func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, error) {
+	hosts := map[string]server.Host{}
+	if cfg.GitHub.Enabled() {
+		o := github.DefaultOptions()
+		o.AppID = cfg.GitHub.AppID
+		o.PrivateKey = []byte(cfg.GitHub.PrivateKey.Value())
+		o.WebhookSecret = []byte(cfg.GitHub.WebhookSecret.Value())
+		o.APIURL, o.WebURL = cfg.GitHub.APIURL, cfg.GitHub.WebURL
+		c, err := github.New(o)
+		if err != nil {
+			return server.Options{}, err
+		}
+		hosts["github"] = c
+	}
+	if cfg.GitLab.Enabled() {
+		o := gitlab.DefaultOptions()
+		o.URL = cfg.GitLab.URL
+		o.Token = cfg.GitLab.Token.Value()
+		o.WebhookSecret = []byte(cfg.GitLab.WebhookSecret.Value())
+		c, err := gitlab.New(o)
+		if err != nil {
+			return server.Options{}, err
+		}
+		hosts["gitlab"] = c
+	}
+	jo := jobs.DefaultOptions()
+	jo.AllowForkPRs = cfg.AllowForkPRs
+	clusters := map[string]preview.Cluster{}
+	var errs []error
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range cfg.Clusters {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		cl, err := clusterFor(name, cfg.Clusters[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		clusters[name] = cl
+		log.Info("cluster configured", "cluster", name, "liveMode", cl.LiveMode, "kubeconfig", cfg.Clusters[name].Kubeconfig, "context", cfg.Clusters[name].Context)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return server.Options{}, err
+	}
+	jo.Clusters = clusters
+	if cfg.DefaultCluster != "" {
+		def := clusters[cfg.DefaultCluster]
+		jo.DefaultCluster = &def
+	}
+	served := slices.Sorted(func(yield func(string) bool) {
+		for k := range hosts {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	log.Info("configured", "listen", cfg.Listen, "hosts", served, "queue", cfg.Queue.Driver,
+		"repos", cfg.Repos, "allowForkPRs", cfg.AllowForkPRs, "workDir", cfg.WorkDir)
+	return server.Options{
+		Listen:    cfg.Listen,
+		Hosts:     hosts,
+		Previewer: jobs.PreviewFunc(preview.Run),
+		WorkDir:   cfg.WorkDir,
+		Queue: queue.Options{
+			Driver: cfg.Queue.Driver, DSN: cfg.Queue.DSN.Value(),
+			MaxWorkers: cfg.Queue.Workers, JobTimeout: cfg.Queue.JobTimeout,
+			RescueStuckJobsAfter: cfg.Queue.RescueStuckAfter, MaxAttempts: cfg.Queue.MaxAttempts,
+		},
+		Jobs:    jo,
+		Handler: server.HandlerOptions{Repos: cfg.Repos},
+		Logger:  log,
+	}, nil
+}
+
+// clusterFor builds a cluster's client config: a kubeconfig and context, or the
+// in-cluster service account when no kubeconfig is given.
+func clusterFor(name string, c serverconfig.Cluster) (preview.Cluster, error) {
+	out := preview.Cluster{Name: name, LiveMode: c.LiveMode}
+	if c.LiveMode == "off" {
+		return out, nil
+	}
+	var (
+		rc  *rest.Config
+		err error
+	)
+	if c.Kubeconfig == "" {
+		rc, err = rest.InClusterConfig()
+	} else {
+		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
+			&clientcmd.ConfigOverrides{CurrentContext: c.Context},
+		).ClientConfig()
+	}
+	if err != nil {
+		return out, fmt.Errorf("cluster %s: loading credentials: %w", name, err)
+	}
+	out.Config = rc
+	return out, nil
+}
