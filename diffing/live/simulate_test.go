@@ -3,7 +3,6 @@ package live_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -280,16 +279,4 @@ data: {password: aHVudGVyMi1oZWFk}
 	if diff := cmp.Diff(map[string]string{"password": diffing.MaskedValue}, got); diff != "" {
 		t.Errorf("predicted secret data (-want +got):\n%s", diff)
 	}
-}
-
-// waitFor is a small poll for state the apiserver publishes asynchronously.
-func waitFor(t *testing.T, what string, f func() bool) {
-	t.Helper()
-	for range 100 {
-		if f() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
