@@ -3,12 +3,20 @@ package preview
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/bot/gitops"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/diffing/live"
+	"github.com/driftpreview/driftpreview/render"
 )
 
 // Cluster is how to reach one named cluster. Credentials come only from the CLI flags
@@ -24,24 +32,265 @@ type Request struct {
 	// RepoDir is a git repository (bare or not) that holds both commits. The
 	// working tree is never touched: base and head are checked out into temp dirs.
 	RepoDir string
-	Base    string // ref or SHA
-	Head    string
-	// Config, when nil, is read from .driftpreview.yaml at Base (the bot) or
-	// ConfigFile; when that is missing too, targets are discovered.
+	// GitEnv is added to every git command (credentials, never written to disk).
+	GitEnv []string
+	Base   string // ref or SHA
+	Head   string
+	// Config, when nil, is read from ConfigFile, or else from .driftpreview.yaml at
+	// Base (so a PR cannot change its own policy); when that is missing too,
+	// targets are discovered.
 	Config     *config.Config
 	ConfigFile string
 	// Clusters maps the names the repo config uses to credentials. DefaultCluster
-	// is used for targets that name no cluster.
+	// is used for targets that name no cluster, or a cluster not in Clusters when
+	// there is exactly one way to reach a cluster (the CLI's --kubeconfig).
 	Clusters       map[string]Cluster
 	DefaultCluster *Cluster
 	// Targets limits the run to these target names; empty means all.
 	Targets []string
-	Now     time.Time
+	// RepoURLs name this repository, so GitOps objects pointing at it are found;
+	// the origin remote is added automatically.
+	RepoURLs []string
+	Now      time.Time
 }
 
 // Run executes the whole pipeline for one request and returns the report. An error
-// is returned only for problems outside the PR author's control (git, I/O); render
-// and config problems are findings in the report.
+// is returned only for problems outside the PR author's control (git, I/O, a target
+// name that does not exist); render and config problems are findings in the report.
 func Run(ctx context.Context, req Request) (*diffing.Report, error) {
-	return nil, errors.New("preview: not implemented yet")
+	if req.Now.IsZero() {
+		req.Now = time.Now()
+	}
+	r, err := openRepo(ctx, req.RepoDir, req.GitEnv)
+	if err != nil {
+		return nil, err
+	}
+	baseSHA, err := r.resolve(ctx, req.Base)
+	if err != nil {
+		return nil, fmt.Errorf("base: %w", err)
+	}
+	headSHA, err := r.resolve(ctx, req.Head)
+	if err != nil {
+		return nil, fmt.Errorf("head: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "driftpreview-")
+	if err != nil {
+		return nil, fmt.Errorf("creating work dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	baseDir, headDir := filepath.Join(tmp, "base"), filepath.Join(tmp, "head")
+	for dir, sha := range map[string]string{baseDir: baseSHA, headDir: headSHA} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating work dir: %w", err)
+		}
+		if err := r.checkout(ctx, sha, dir); err != nil {
+			return nil, err
+		}
+	}
+	changed, err := r.changed(ctx, baseSHA, headSHA)
+	if err != nil {
+		return nil, err
+	}
+
+	rep := &diffing.Report{Base: baseSHA, Head: headSHA, GeneratedAt: req.Now.UTC(), Targets: []diffing.TargetReport{}}
+	cfg, err := loadConfig(req, baseDir)
+	if err != nil {
+		var cerrs []*config.Error
+		if cerrs = config.Errors(err); len(cerrs) == 0 {
+			return nil, err
+		}
+		for _, ce := range cerrs {
+			rep.Findings = append(rep.Findings, diffing.Finding{
+				Rule: diffing.RuleConfigError, Severity: diffing.DefaultSeverity[diffing.RuleConfigError],
+				Path: ce.Field, Message: ce.Error(),
+			})
+		}
+		diffing.Finish(rep, diffing.DefaultPolicy())
+		return rep, nil
+	}
+	urls := append(slices.Clone(req.RepoURLs), r.originURL(ctx))
+	targets, notes, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Targets) > 0 {
+		var kept []config.Target
+		for _, name := range req.Targets {
+			i := slices.IndexFunc(targets, func(t config.Target) bool { return t.Name == name })
+			if i < 0 {
+				return nil, fmt.Errorf("no target named %q (have %s)", name, targetNames(targets))
+			}
+			kept = append(kept, targets[i])
+		}
+		targets = kept
+	}
+
+	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}}
+	for _, t := range targets {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rep.Targets = append(rep.Targets, p.target(ctx, t))
+	}
+	rep.Notes = append(rep.Notes, notes...)
+	hoistExpiredIgnores(rep)
+	diffing.Finish(rep, cfg.Policy)
+	return rep, nil
+}
+
+func targetNames(ts []config.Target) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(names)
+}
+
+// loadConfig picks the repo config: given, from a file the user named, or from the
+// base commit.
+func loadConfig(req Request, baseDir string) (*config.Config, error) {
+	switch {
+	case req.Config != nil:
+		return req.Config, nil
+	case req.ConfigFile != "":
+		data, err := os.ReadFile(req.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading config: %w", err)
+		}
+		return config.Parse(data, req.ConfigFile)
+	default:
+		return config.Load(baseDir)
+	}
+}
+
+// pipeline carries what the targets of one run share: checkouts and live readers.
+type pipeline struct {
+	req              Request
+	cfg              *config.Config
+	baseDir, headDir string
+	readers          map[string]*live.Reader
+}
+
+// target renders, reads live state for, and diffs one target. It never fails: every
+// problem becomes a finding, so one broken target never hides the others.
+func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetReport {
+	opts := p.cfg.DiffOptions(t, p.req.Now)
+	if t.Skip != "" {
+		tr := diffing.TargetReport{Name: t.Name, Path: t.Path, Cluster: t.Cluster, Controller: t.Controller,
+			Notes: append(slices.Clone(t.Notes), "Not rendered: "+t.Skip), Findings: slices.Clone(t.Findings),
+			Changes: []diffing.Change{}}
+		return tr
+	}
+	in := diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}
+	var baseNote, headNote string
+	in.Base, in.BaseErr, baseNote = renderAt(ctx, p.baseDir, t)
+	in.Head, in.HeadErr, headNote = renderAt(ctx, p.headDir, t)
+
+	cl, liveNote := p.cluster(t)
+	if cl != nil && in.HeadErr == nil {
+		reader, err := p.reader(cl)
+		if err != nil {
+			in.Live = &diffing.LiveState{Mode: cl.LiveMode, Cluster: cl.Name, Err: err}
+		} else {
+			lo := live.DefaultOptions()
+			lo.Mode = cl.LiveMode
+			lo.Manager = opts.Manager
+			lo.Cluster = cl.Name
+			lo.Namespace = t.Namespace
+			lo.Tracking = tracking(t)
+			in.Live = reader.Read(ctx, in.Base, in.Head, lo)
+		}
+	}
+	tr := diffing.Diff(in, opts)
+	tr.Controller = t.Controller
+	tr.Findings = append(tr.Findings, t.Findings...)
+	for _, n := range []string{baseNote, headNote, liveNote} {
+		if n != "" {
+			tr.Notes = append(tr.Notes, n)
+		}
+	}
+	tr.Notes = append(tr.Notes, t.Notes...)
+	return tr
+}
+
+// cluster finds how to reach the target's cluster; nil with a note when there is no
+// live comparison for it.
+func (p *pipeline) cluster(t config.Target) (*Cluster, string) {
+	var cl *Cluster
+	if c, ok := p.req.Clusters[t.Cluster]; ok && t.Cluster != "" {
+		cl = &c
+	} else if p.req.DefaultCluster != nil {
+		cl = p.req.DefaultCluster
+	}
+	switch {
+	case cl == nil && t.Cluster != "":
+		return nil, fmt.Sprintf("No live comparison: no credentials for cluster %q are configured.", t.Cluster)
+	case cl == nil:
+		return nil, "No live comparison: no cluster configured."
+	case cl.LiveMode == "off":
+		return nil, "No live comparison: live mode is off."
+	case cl.Config == nil:
+		return nil, fmt.Sprintf("No live comparison: no credentials for cluster %q.", cl.Name)
+	}
+	c := *cl
+	if c.LiveMode == "" {
+		c.LiveMode = "simulate"
+	}
+	if c.Name == "" {
+		c.Name = t.Cluster
+	}
+	return &c, ""
+}
+
+func (p *pipeline) reader(cl *Cluster) (*live.Reader, error) {
+	key := cl.Name + "\x00" + cl.Config.Host
+	if r, ok := p.readers[key]; ok {
+		return r, nil
+	}
+	r, err := live.NewReader(cl.Config)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to cluster %s: %w", cl.Name, err)
+	}
+	p.readers[key] = r
+	return r, nil
+}
+
+// renderAt renders the target in one checkout. A target directory missing at one
+// side is an empty set (a new or removed target), with a note, not an error.
+func renderAt(ctx context.Context, root string, t config.Target) (render.ObjectSet, error, string) {
+	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(t.Path))); errors.Is(err, fs.ErrNotExist) {
+		side := "head"
+		if filepath.Base(root) == "base" {
+			side = "base"
+		}
+		return render.ObjectSet{}, nil, fmt.Sprintf("%s does not exist at %s.", t.Path, side)
+	}
+	set, err := render.Render(ctx, root, t.Path, t.Render)
+	if err == nil && len(t.Substitute) > 0 {
+		set, err = gitops.Substitute(set, t.Substitute)
+	}
+	return set, err, ""
+}
+
+// hoistExpiredIgnores moves ignore-expired findings to the report level, once each:
+// the repo's ignore rules apply to every target, so each target reports the same
+// expired rule.
+func hoistExpiredIgnores(rep *diffing.Report) {
+	seen := map[string]bool{}
+	for i := range rep.Targets {
+		t := &rep.Targets[i]
+		t.Findings = slices.DeleteFunc(t.Findings, func(f diffing.Finding) bool {
+			if f.Rule != diffing.RuleIgnoreExpired {
+				return false
+			}
+			if !seen[f.Message] {
+				seen[f.Message] = true
+				rep.Findings = append(rep.Findings, f)
+			}
+			return true
+		})
+	}
 }

@@ -22,8 +22,9 @@ const (
 // commands maps each subcommand to its entry point; each lives in its own file.
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"version": runVersion,
-	"serve":   runServe,
 	"render":  runRender,
+	"preview": runPreview,
+	"serve":   runServe,
 }
 
 const usage = `usage:

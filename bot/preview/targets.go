@@ -1,0 +1,101 @@
+package preview
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/bot/gitops"
+	"github.com/driftpreview/driftpreview/diffing/live"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// resolveTargets returns the configured targets, or discovers them: first from GitOps
+// controller objects (Argo CD, Flux) at base and head, else from the directories the
+// PR touches. Report-level findings (not-rendered sources) come back separately.
+func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request) ([]config.Target, []string, error) {
+	if !cfg.Discovered {
+		return cfg.Targets, nil, nil
+	}
+	var targets []config.Target
+	var notes []string
+	seen := map[string]bool{}
+	// Base first: when both sides declare a target, the base (trusted) wins.
+	for _, dir := range []string{baseDir, headDir} {
+		opts := gitops.DefaultOptions()
+		opts.RepoURLs = urls
+		opts.ClusterNames = clusterNames(req)
+		opts.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
+			return render.Render(ctx, root, t.Path, t.Render)
+		}
+		res, err := gitops.Discover(ctx, dir, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("discovering GitOps targets: %w", err)
+		}
+		if dir == headDir {
+			notes = append(notes, res.Notes...)
+		}
+		for _, t := range append(res.Targets, res.NotRendered...) {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				targets = append(targets, t)
+			}
+		}
+	}
+	if len(targets) > 0 {
+		return targets, notes, nil
+	}
+	notes = nil
+	for _, dir := range []string{baseDir, headDir} {
+		found, err := config.Discover(dir, changed, config.DefaultDiscoverOptions())
+		if err != nil {
+			return nil, nil, fmt.Errorf("discovering targets: %w", err)
+		}
+		for _, t := range found {
+			if !seen[t.Name] {
+				seen[t.Name] = true
+				targets = append(targets, t)
+			}
+		}
+	}
+	slices.SortFunc(targets, func(a, b config.Target) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return targets, notes, nil
+}
+
+func clusterNames(req Request) map[string]string {
+	m := map[string]string{}
+	for name, c := range req.Clusters {
+		m[name] = name
+		if c.Config != nil {
+			m[c.Config.Host] = name
+		}
+	}
+	return m
+}
+
+// tracking tells the live reader how the target's controller marks the objects it
+// manages, so objects removed from git but still live are in the prune scope.
+func tracking(t config.Target) live.Tracking {
+	var tr live.Tracking
+	if t.Controller == nil {
+		return tr
+	}
+	switch t.Controller.Kind {
+	case "Application":
+		tr.ArgoApp = t.Controller.Name
+	case "Kustomization":
+		tr.FluxName, tr.FluxNamespace = t.Controller.Name, t.Controller.Namespace
+	case "HelmRelease":
+		tr.HelmRelease, tr.HelmNamespace = t.Render.Helm.ReleaseName, t.Namespace
+	}
+	return tr
+}
