@@ -107,7 +107,29 @@ func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 			delete(md, "finalizers")
 		}
 	}
+	foldStringData(out)
 	return out
+}
+
+// foldStringData moves a Secret's stringData into data, base64-encoded, as the API
+// server does on every write. Without it a rendered Secret written with stringData
+// never compares equal to its live self, and a simulated apply (which has no
+// defaulting) predicts a stringData field that the server would never keep.
+func foldStringData(u *unstructured.Unstructured) {
+	sd, ok := u.Object["stringData"].(map[string]any)
+	if !isSecret(u) || !ok {
+		return
+	}
+	data, _ := u.Object["data"].(map[string]any)
+	if data == nil {
+		data = map[string]any{}
+	}
+	for k, v := range sd {
+		str, _ := v.(string)
+		data[k] = base64.StdEncoding.EncodeToString([]byte(str))
+	}
+	u.Object["data"] = data
+	delete(u.Object, "stringData")
 }
 
 func setAnnotations(u *unstructured.Unstructured, ann map[string]string) {

@@ -16,6 +16,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/gitops"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/diffing/live"
+	"github.com/driftpreview/driftpreview/diffing/live/controller"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -190,23 +191,14 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	in.Head, in.HeadErr, headNote = renderAt(ctx, p.headDir, t)
 
 	cl, liveNote := p.cluster(t)
+	var ctrlFindings []diffing.Finding
 	if cl != nil && in.HeadErr == nil {
-		reader, err := p.reader(cl)
-		if err != nil {
-			in.Live = &diffing.LiveState{Mode: cl.LiveMode, Cluster: cl.Name, Err: err}
-		} else {
-			lo := live.DefaultOptions()
-			lo.Mode = cl.LiveMode
-			lo.Manager = opts.Manager
-			lo.Cluster = cl.Name
-			lo.Namespace = t.Namespace
-			lo.Tracking = tracking(t)
-			in.Live = reader.Read(ctx, in.Base, in.Head, lo)
-		}
+		in.Live, ctrlFindings = p.live(ctx, cl, t, in, opts)
 	}
 	tr := diffing.Diff(in, opts)
 	tr.Controller = t.Controller
 	tr.Findings = append(tr.Findings, t.Findings...)
+	tr.Findings = append(tr.Findings, ctrlFindings...)
 	for _, n := range []string{baseNote, headNote, liveNote} {
 		if n != "" {
 			tr.Notes = append(tr.Notes, n)
@@ -214,6 +206,36 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	}
 	tr.Notes = append(tr.Notes, t.Notes...)
 	return tr
+}
+
+// live reads the target's live state: its GitOps controller object first (the exact
+// prune scope and the live sync policy), then the objects. Any read that fails makes
+// the whole live side unavailable rather than partial.
+func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in diffing.Input, opts diffing.Options) (*diffing.LiveState, []diffing.Finding) {
+	unavailable := func(err error) *diffing.LiveState {
+		return &diffing.LiveState{Mode: cl.LiveMode, Cluster: cl.Name, Err: err}
+	}
+	reader, err := p.reader(cl)
+	if err != nil {
+		return unavailable(err), nil
+	}
+	lo := live.DefaultOptions()
+	lo.Mode = cl.LiveMode
+	lo.Manager = opts.Manager
+	lo.Cluster = cl.Name
+	lo.Namespace = t.Namespace
+	lo.Tracking = tracking(t)
+	var findings []diffing.Finding
+	if t.Controller != nil && t.Controller.Kind != "config" {
+		st, err := controller.Read(ctx, cl.Config, *t.Controller)
+		if err != nil {
+			return unavailable(fmt.Errorf("reading %s %s on cluster %s: %w", t.Controller.Kind, t.Controller.Name, cl.Name, err)), nil
+		}
+		st.Cluster = cl.Name
+		findings = controller.Findings(*t.Controller, st)
+		lo.Inventory = st.Inventory
+	}
+	return reader.Read(ctx, in.Base, in.Head, lo), findings
 }
 
 // cluster finds how to reach the target's cluster; nil with a note when there is no

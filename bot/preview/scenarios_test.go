@@ -253,10 +253,14 @@ func expectedFindings(rep *diffing.Report) []byte {
 }
 
 // stable replaces what differs between runs (managedFields times of live edits) so the
-// comment golden is byte-stable. The footer's time is the fixed scenarioNow.
+// comment golden is byte-stable, and Service cluster IPs, which the apiserver picks. The footer's time is the fixed scenarioNow.
 var liveTime = regexp.MustCompile(`20\d\d-\d\d-\d\d \d\d:\d\d UTC`)
 
+// clusterIP matches addresses the apiserver allocates to Services at random.
+var clusterIP = regexp.MustCompile(`\b10\.0\.0\.\d+\b`)
+
 func stable(md string) string {
+	md = clusterIP.ReplaceAllString(md, "<cluster-ip>")
 	return liveTime.ReplaceAllStringFunc(md, func(s string) string {
 		if s == scenarioNow.Format("2006-01-02 15:04 UTC") {
 			return s
