@@ -187,8 +187,8 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	}
 	in := diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}
 	var baseNote, headNote string
-	in.Base, in.BaseErr, baseNote = renderAt(ctx, p.baseDir, t)
-	in.Head, in.HeadErr, headNote = renderAt(ctx, p.headDir, t)
+	in.Base, baseNote, in.BaseErr = renderAt(ctx, p.baseDir, t)
+	in.Head, headNote, in.HeadErr = renderAt(ctx, p.headDir, t)
 
 	cl, liveNote := p.cluster(t)
 	var ctrlFindings []diffing.Finding
@@ -282,19 +282,19 @@ func (p *pipeline) reader(cl *Cluster) (*live.Reader, error) {
 
 // renderAt renders the target in one checkout. A target directory missing at one
 // side is an empty set (a new or removed target), with a note, not an error.
-func renderAt(ctx context.Context, root string, t config.Target) (render.ObjectSet, error, string) {
+func renderAt(ctx context.Context, root string, t config.Target) (set render.ObjectSet, note string, err error) {
 	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(t.Path))); errors.Is(err, fs.ErrNotExist) {
 		side := "head"
 		if filepath.Base(root) == "base" {
 			side = "base"
 		}
-		return render.ObjectSet{}, nil, fmt.Sprintf("%s does not exist at %s.", t.Path, side)
+		return render.ObjectSet{}, fmt.Sprintf("%s does not exist at %s.", t.Path, side), nil
 	}
-	set, err := render.Render(ctx, root, t.Path, t.Render)
+	set, err = render.Render(ctx, root, t.Path, t.Render)
 	if err == nil && len(t.Substitute) > 0 {
 		set, err = gitops.Substitute(set, t.Substitute)
 	}
-	return set, err, ""
+	return set, "", err
 }
 
 // hoistExpiredIgnores moves ignore-expired findings to the report level, once each:
