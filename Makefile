@@ -3,7 +3,8 @@ GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin/driftpreview
 # testenv.sh prints the directory holding kube-apiserver and etcd (built once, cached).
-TESTENV      = $(shell fixtures/cluster/testenv.sh)
+# Evaluated on first use only, so `make lint` never builds the test cluster.
+TESTENV      = $(eval TESTENV := $$(shell fixtures/cluster/testenv.sh))$(TESTENV)
 # Packages cheap enough to run under the race detector on every test run.
 RACE_PKGS   ?= ./bot/... ./diffing/...
 

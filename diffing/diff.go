@@ -92,6 +92,7 @@ func Diff(in Input, opts Options) TargetReport {
 		d.checkLive()
 	}
 	d.checkImmutable()
+	d.dropCoveredStatefulChanges()
 	d.checkRemoved()
 	d.finishTarget()
 	return d.tr
@@ -157,6 +158,18 @@ func (d *differ) who() string {
 		return "the GitOps controller"
 	}
 	return d.opts.Manager
+}
+
+// dropCoveredStatefulChanges removes a stateful-change finding whose only changed
+// field also has an immutable-field finding: "cannot be updated" and "applied in
+// place" would contradict each other, and the immutable finding says more.
+func (d *differ) dropCoveredStatefulChanges() {
+	d.found = slices.DeleteFunc(d.found, func(f Finding) bool {
+		return f.Rule == RuleStatefulChange && f.Path != "" &&
+			slices.ContainsFunc(d.found, func(g Finding) bool {
+				return g.Rule == RuleImmutableField && g.Key == f.Key && pointerCovers(g.Path, f.Path)
+			})
+	})
 }
 
 // add records a finding, filling in the rule's default severity when unset.
