@@ -1,17 +1,25 @@
 package preview
 
 import (
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
+	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
 )
@@ -179,5 +187,382 @@ func TestDiscoveryMatchesEquivalentConfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// gitopsStep is one line of a GitOps scenario's live/steps.yaml.
+type gitopsStep struct {
+	// Apply server-side applies every object of a file of the scenario as Manager,
+	// then writes the status an object carries through the status subresource, the
+	// way the controller would (a Flux inventory).
+	Apply string `json:"apply"`
+	// Render renders a path of base/ with Namespace as the destination namespace and
+	// applies the objects as Manager.
+	Render    string `json:"render"`
+	Namespace string `json:"namespace"`
+	Manager   string `json:"manager"`
+	Scale     *ref   `json:"scale"`
+	Replicas  int32  `json:"replicas"`
+}
+
+// gitopsRepoURL is the URL the scenarios' Applications name this repository by.
+const gitopsRepoURL = "https://github.com/example/gitops-scenarios"
+
+// gitopsCase is one folder of fixtures/gitops-scenarios: a repository with Argo CD
+// or Flux objects at base and head, and how the live cluster got its state.
+type gitopsCase struct {
+	name string
+	// must are findings that have to be present ("rule key path manager", may stop
+	// early); mustNot are texts no finding line may contain.
+	must, mustNot []string
+	failing       bool
+	// check asserts more about the report and its JSON.
+	check func(t *testing.T, rep *diffing.Report, js []byte)
+	// variants run the scenario again with edits to its files; no golden.
+	variants []gitopsVariant
+}
+
+type gitopsVariant struct {
+	name          string
+	edits         map[string][2]string
+	must, mustNot []string
+	failing       bool
+}
+
+var gitopsCases = []gitopsCase{
+	{
+		name:    "02-flux-inventory-prune",
+		must:    []string{"prune ConfigMap/g02/old-settings"},
+		mustNot: []string{"orphan"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantController(t, js, "g02-shop", map[string]any{
+				"kind": "Kustomization", "name": "g02-shop", "namespace": "flux-system", "source": "clusters/test/g02-shop.yaml",
+				"autoSync": true, "prune": true, "selfHeal": true,
+			})
+			wantChange(t, rep, "g02-shop", "ConfigMap/g02/old-settings", diffing.ActionDeleted, diffing.ActionDeleted)
+		},
+		variants: []gitopsVariant{{
+			name: "without-inventory-entry",
+			edits: map[string][2]string{"live/kustomization.yaml": {
+				"      - id: g02_old-settings__ConfigMap\n        v: v1\n", ""}},
+			mustNot: []string{"ConfigMap/g02/old-settings"},
+		}},
+	},
+	{
+		name: "03-prune-off-orphan",
+		must: []string{"orphan ConfigMap/g03/old-config", "orphan ConfigMap/g03f/legacy-config"},
+		// Nothing is pruned: both controllers have prune off.
+		mustNot: []string{"prune "},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g03-argo", "ConfigMap/g03/old-config", diffing.ActionDeleted, diffing.ActionUnchanged)
+			wantChange(t, rep, "g03-flux", "ConfigMap/g03f/legacy-config", diffing.ActionDeleted, diffing.ActionUnchanged)
+		},
+		variants: []gitopsVariant{{
+			// The same PR with prune on in git and on the cluster deletes both.
+			name: "with-prune",
+			edits: map[string][2]string{
+				"base/argocd/g03-argo.yaml":        {"    automated:\n", "    automated:\n      prune: true\n"},
+				"head/argocd/g03-argo.yaml":        {"    automated:\n", "    automated:\n      prune: true\n"},
+				"base/clusters/test/g03-flux.yaml": {"prune: false", "prune: true"},
+				"head/clusters/test/g03-flux.yaml": {"prune: false", "prune: true"},
+			},
+			must:    []string{"prune ConfigMap/g03/old-config", "prune ConfigMap/g03f/legacy-config"},
+			mustNot: []string{"orphan", "sync-disabled"},
+		}},
+	},
+	{
+		name:    "04-argo-ignore-differences",
+		mustNot: []string{"/spec/replicas"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g04-web")
+			if tr.Summary.IgnoredFindings < 1 {
+				t.Errorf("g04-web: summary.ignoredFindings = %d, want the replicas conflict counted as ignored", tr.Summary.IgnoredFindings)
+			}
+			wantChange(t, rep, "g04-web", "Deployment/g04/web", diffing.ActionModified, diffing.ActionModified)
+		},
+		variants: []gitopsVariant{{
+			name: "without-ignore-differences",
+			edits: map[string][2]string{
+				"base/argocd/g04-web.yaml": {ignoreReplicas, ""},
+				"head/argocd/g04-web.yaml": {ignoreReplicas, ""},
+			},
+			must: []string{"field-conflict Deployment/g04/web /spec/replicas kube-controller-manager"},
+		}},
+	},
+	{
+		name: "05-sync-disabled",
+		must: []string{
+			"sync-disabled Kustomization/flux-system/g05-flux",
+			"sync-disabled Application/argocd/g05-argo",
+			"controller-missing Application/argocd/g05-missing",
+		},
+	},
+	{
+		name:    "06-argo-replace",
+		must:    []string{"immutable-field Deployment/g06/web /spec/selector"},
+		mustNot: []string{"apply-error"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			for _, f := range targetNamed(t, rep, "g06-web").Findings {
+				if f.Rule == diffing.RuleImmutableField && (f.Severity != diffing.SeverityWarning || !strings.Contains(f.Message, "so it is replaced")) {
+					t.Errorf("with Replace=true the selector change is a replace warning; got %s: %s", f.Severity, f.Message)
+				}
+			}
+			wantController(t, js, "g06-web", map[string]any{
+				"kind": "Application", "name": "g06-web", "namespace": "argocd", "source": "argocd/g06-web.yaml",
+				"autoSync": true, "prune": true, "selfHeal": false, "replace": true,
+			})
+		},
+		variants: []gitopsVariant{{
+			name: "without-replace",
+			edits: map[string][2]string{
+				"base/argocd/g06-web.yaml": {"    syncOptions:\n      - Replace=true\n", ""},
+				"head/argocd/g06-web.yaml": {"    syncOptions:\n      - Replace=true\n", ""},
+			},
+			must:    []string{"immutable-field Deployment/g06/web /spec/selector"},
+			failing: true,
+		}},
+	},
+	{
+		name: "07-appset-unsupported-generator",
+		must: []string{"not-rendered ApplicationSet/argocd/g07-previews"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			md := report.Markdown(rep, report.DefaultOptions())
+			for _, want := range []string{"g07-previews", "ApplicationSet generator pullRequest is not expanded by driftpreview"} {
+				if !strings.Contains(md, want) {
+					t.Errorf("the comment does not mention %q", want)
+				}
+			}
+			// The list generator's Application is rendered next to it.
+			wantChange(t, rep, "g07-web", "ConfigMap/g07/web-config", diffing.ActionModified, diffing.ActionModified)
+		},
+	},
+}
+
+// ignoreReplicas is the ignoreDifferences of 04-argo-ignore-differences.
+const ignoreReplicas = `  ignoreDifferences:
+    - group: apps
+      kind: Deployment
+      jsonPointers:
+        - /spec/replicas
+`
+
+// TestGitOpsScenarios runs each folder of fixtures/gitops-scenarios through the whole
+// pipeline with no .driftpreview.yaml, against live Applications and Kustomizations
+// on the test cluster, and compares the comment with comment.golden.md.
+func TestGitOpsScenarios(t *testing.T) {
+	ctx := t.Context()
+	crds, err := filepath.Glob("../../fixtures/crds/*.yaml")
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRDs in fixtures/crds: %v", err)
+	}
+	for _, f := range crds {
+		for _, crd := range docs(t, f) {
+			cluster.InstallCRD(ctx, t, crd)
+		}
+	}
+	dirs, err := filepath.Glob("../../fixtures/gitops-scenarios/[0-9]*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no GitOps scenarios found: %v", err)
+	}
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		i := slices.IndexFunc(gitopsCases, func(c gitopsCase) bool { return c.name == name })
+		if i < 0 {
+			t.Errorf("scenario %s has no entry in gitopsCases", name)
+			continue
+		}
+		tc := gitopsCases[i]
+		t.Run(name, func(t *testing.T) {
+			rep, md, js := runGitOps(t, dir)
+			assertFindings(t, rep, tc.must, tc.mustNot, tc.failing)
+			if tc.check != nil {
+				tc.check(t, rep, js)
+			}
+			golden(t, filepath.Join(dir, "comment.golden.md"), []byte(md))
+			for _, v := range tc.variants {
+				t.Run(v.name, func(t *testing.T) {
+					rep, _, _ := runGitOps(t, copyTree(t, dir, v.edits))
+					assertFindings(t, rep, v.must, v.mustNot, v.failing)
+				})
+			}
+		})
+	}
+	for _, c := range gitopsCases {
+		if !slices.ContainsFunc(dirs, func(d string) bool { return filepath.Base(d) == c.name }) {
+			t.Errorf("gitopsCases lists %s, which has no folder", c.name)
+		}
+	}
+}
+
+// runGitOps seeds the cluster from dir's live/steps.yaml, runs the preview with no
+// config and returns the report, its stable Markdown and its JSON.
+func runGitOps(t *testing.T, dir string) (*diffing.Report, string, []byte) {
+	t.Helper()
+	ctx := t.Context()
+	repo := gitRepo(t, filepath.Join(dir, "base"), filepath.Join(dir, "head"))
+	gitopsNamespaces(t, dir)
+	for _, s := range gitopsSteps(t, dir) {
+		seedGitOps(t, dir, s)
+	}
+	rep, err := Run(ctx, Request{
+		RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL},
+		DefaultCluster: &Cluster{Name: "test", Config: cluster.Config(), LiveMode: "simulate"},
+	})
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	js, err := report.JSON(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, stable(report.Markdown(rep, report.DefaultOptions())), js
+}
+
+func assertFindings(t *testing.T, rep *diffing.Report, must, mustNot []string, failing bool) {
+	t.Helper()
+	got := findingLines(rep)
+	for _, want := range must {
+		if !slices.ContainsFunc(got, func(g string) bool { return matches(want, g) }) {
+			t.Errorf("missing finding %q; got:\n  %s", want, strings.Join(got, "\n  "))
+		}
+	}
+	for _, bad := range mustNot {
+		for _, g := range got {
+			if strings.Contains(g, bad) {
+				t.Errorf("unexpected finding %q (no finding may contain %q)", g, bad)
+			}
+		}
+	}
+	if rep.Failing != failing {
+		t.Errorf("report failing = %v, want %v; findings:\n  %s", rep.Failing, failing, strings.Join(got, "\n  "))
+	}
+}
+
+func targetNamed(t *testing.T, rep *diffing.Report, name string) diffing.TargetReport {
+	t.Helper()
+	for _, tr := range rep.Targets {
+		if tr.Name == name {
+			return tr
+		}
+	}
+	var names []string
+	for _, tr := range rep.Targets {
+		names = append(names, tr.Name)
+	}
+	t.Fatalf("no target %s in the report (have %v)", name, names)
+	return diffing.TargetReport{}
+}
+
+// wantChange checks one object's action in git and on the cluster.
+func wantChange(t *testing.T, rep *diffing.Report, target, key string, action, liveAction diffing.Action) {
+	t.Helper()
+	tr := targetNamed(t, rep, target)
+	for _, c := range tr.Changes {
+		if c.Key.String() == key {
+			if c.Action != action || c.LiveAction != liveAction {
+				t.Errorf("%s %s: action %s, live %s; want %s, live %s", target, key, c.Action, c.LiveAction, action, liveAction)
+			}
+			return
+		}
+	}
+	t.Errorf("%s: no change for %s", target, key)
+}
+
+// wantController checks targets[].controller of the report JSON, the contract CI
+// jobs script against.
+func wantController(t *testing.T, js []byte, target string, want map[string]any) {
+	t.Helper()
+	var doc struct {
+		Targets []struct {
+			Name       string         `json:"name"`
+			Controller map[string]any `json:"controller"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatalf("reading report JSON: %v", err)
+	}
+	for _, tr := range doc.Targets {
+		if tr.Name == target {
+			if diff := cmp.Diff(want, tr.Controller); diff != "" {
+				t.Errorf("targets[%s].controller (-want +got):\n%s", target, diff)
+			}
+			return
+		}
+	}
+	t.Errorf("no target %s in the report JSON", target)
+}
+
+func gitopsSteps(t *testing.T, dir string) []gitopsStep {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "live", "steps.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []gitopsStep
+	if err := yaml.UnmarshalStrict(b, &steps); err != nil {
+		t.Fatalf("%s/live/steps.yaml: %v", dir, err)
+	}
+	return steps
+}
+
+// gitopsNamespaces creates the controllers' namespaces and every gNN namespace the
+// scenario names.
+func gitopsNamespaces(t *testing.T, dir string) {
+	t.Helper()
+	seen := map[string]bool{"argocd": true, "flux-system": true}
+	nsRef := regexp.MustCompile(`(?m)^\s*(?:namespace|targetNamespace): (g\d\d[\w-]*)$`)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range nsRef.FindAllStringSubmatch(string(b), -1) {
+			seen[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns := range seen {
+		_, err := cluster.Kube().CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating namespace %s: %v", ns, err)
+		}
+	}
+}
+
+func seedGitOps(t *testing.T, dir string, s gitopsStep) {
+	t.Helper()
+	ctx := t.Context()
+	manager := s.Manager
+	if manager == "" {
+		t.Fatalf("%s/live/steps.yaml: every step needs a manager", dir)
+	}
+	switch {
+	case s.Apply != "":
+		for _, obj := range docs(t, filepath.Join(dir, s.Apply)) {
+			cluster.ApplyAs(ctx, t, obj, manager)
+			if st, ok := obj.Object["status"].(map[string]any); ok {
+				cluster.SetStatusAs(ctx, t, obj, st, manager)
+			}
+		}
+	case s.Render != "":
+		opts := render.DefaultOptions()
+		opts.Namespace = s.Namespace
+		set, err := render.Render(ctx, filepath.Join(dir, "base"), s.Render, opts)
+		if err != nil {
+			t.Fatalf("rendering %s for the live state: %v", s.Render, err)
+		}
+		for _, o := range set.Objects {
+			cluster.ApplyAs(ctx, t, o.Obj, manager)
+		}
+	case s.Scale != nil:
+		cluster.ScaleAs(ctx, t, s.Scale.object(), s.Replicas, manager)
+	default:
+		t.Fatalf("empty step in %s/live/steps.yaml", dir)
 	}
 }
