@@ -566,3 +566,24 @@ func seedGitOps(t *testing.T, dir string, s gitopsStep) {
 		t.Fatalf("empty step in %s/live/steps.yaml", dir)
 	}
 }
+
+// TestUnknownRepoURLIsNoted checks that a repository with no origin remote and no
+// RepoURLs says in the report that Argo CD sources were matched by path only.
+func TestUnknownRepoURLIsNoted(t *testing.T) {
+	src := filepath.Join("..", "..", "fixtures", "repos", "argocd")
+	repo := gitRepo(t, src, src)
+	const note = "no repository URL is known"
+	for _, tc := range []struct {
+		urls []string
+		want bool
+	}{{nil, true}, {[]string{argoFixtureURL}, false}} {
+		rep, err := Run(t.Context(), Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: tc.urls})
+		if err != nil {
+			t.Fatalf("preview: %v", err)
+		}
+		got := slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, note) })
+		if got != tc.want {
+			t.Errorf("RepoURLs %v: note %q present = %v, want %v; notes: %q", tc.urls, note, got, tc.want, rep.Notes)
+		}
+	}
+}

@@ -109,7 +109,12 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		diffing.Finish(rep, diffing.DefaultPolicy())
 		return rep, nil
 	}
-	urls := append(slices.Clone(req.RepoURLs), r.originURL(ctx))
+	urls := slices.Clone(req.RepoURLs)
+	if origin := r.originURL(ctx); origin != "" {
+		// An empty URL would make discovery believe this repository's URL is
+		// known, and skip the note that says it is guessed from paths.
+		urls = append(urls, origin)
+	}
 	targets, notes, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req)
 	if err != nil {
 		return nil, err
