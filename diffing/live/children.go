@@ -82,7 +82,9 @@ func (st *read) children(ctx context.Context, base, head render.ObjectSet, out *
 		}
 		switch k.GroupKind() {
 		case namespaceGK:
+			mu.Lock() // counts of earlier keys are being written concurrently
 			out.Children[k] = diffing.Children{ByKind: map[string]int{}}
+			mu.Unlock()
 			for _, res := range st.cat.all {
 				if !res.namespaced || !res.can("list") || derived[res.gvr.GroupResource()] {
 					continue
@@ -90,7 +92,9 @@ func (st *read) children(ctx context.Context, base, head render.ObjectSet, out *
 				count(k, res.gvr, res.kind, live.GetName())
 			}
 		case crdGK:
+			mu.Lock() // counts of earlier keys are being written concurrently
 			out.Children[k] = diffing.Children{ByKind: map[string]int{}}
+			mu.Unlock()
 			group, _, _ := unstructured.NestedString(live.Object, "spec", "group")
 			kind, _, _ := unstructured.NestedString(live.Object, "spec", "names", "kind")
 			res, ok := st.cat.lookup(schema.GroupKind{Group: group, Kind: kind}, "")

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"time"
@@ -179,7 +180,22 @@ func (st *read) run(ctx context.Context, base, head render.ObjectSet) (*diffing.
 		return nil, err
 	}
 	st.predict(ctx, head, out)
+	if err := st.permissionError(out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// permissionError turns an apply the API refused for lack of RBAC (dry-run needs
+// patch) into an error for the whole read: a missing permission is not something
+// the PR did, and a report with some objects compared and others not is partial.
+func (st *read) permissionError(out *diffing.LiveState) error {
+	for _, k := range slices.SortedFunc(maps.Keys(out.Predictions), render.ObjectKey.Compare) {
+		if err := out.Predictions[k].Err; apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("%s mode on cluster %s needs patch permission (server-side apply with dryRun=All), which this identity lacks; use simulate mode or grant it: %w", st.opts.Mode, st.cluster, err)
+		}
+	}
+	return nil
 }
 
 // missingKinds reports whether a base or head kind is not in the catalog.
