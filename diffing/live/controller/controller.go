@@ -183,7 +183,7 @@ func Findings(gitCtrl diffing.Controller, live *State) []diffing.Finding {
 		on = "on cluster " + live.Cluster
 	}
 	finding := func(rule diffing.Rule, msg string) diffing.Finding {
-		return diffing.Finding{Rule: rule, Severity: diffing.DefaultSeverity[rule], Key: key, Message: msg}
+		return diffing.Finding{Rule: rule, Severity: diffing.DefaultSeverity[rule], Key: key, Message: msg + "."}
 	}
 	if !live.Exists {
 		return []diffing.Finding{finding(diffing.RuleControllerMissing,

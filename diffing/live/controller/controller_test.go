@@ -146,7 +146,7 @@ func testReadAndFindings(t *testing.T) {
 	}
 	ksKey := render.ObjectKey{Group: "kustomize.toolkit.fluxcd.io", Kind: "Kustomization", Namespace: ns, Name: "apps"}
 	warn := func(rule diffing.Rule, key render.ObjectKey, msg string) diffing.Finding {
-		return diffing.Finding{Rule: rule, Severity: diffing.SeverityWarning, Key: key, Message: msg}
+		return diffing.Finding{Rule: rule, Severity: diffing.SeverityWarning, Key: key, Message: msg + "."}
 	}
 
 	tests := []struct {
