@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -294,7 +296,7 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 		return nil, err
 	}
 	rep, err := j.w.preview.Preview(ctx, preview.Request{
-		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA,
+		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, RepoURLs: repoURLs(cloneURL, j.pr.URL),
 		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster,
 		Now: j.w.opts.Now(),
 	})
@@ -305,6 +307,24 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 		return nil, errors.New("previewing: no report")
 	}
 	return rep, nil
+}
+
+// repoURLs are the URLs that name the PR's repository, so Argo CD Applications and
+// Flux GitRepositories that point at it are recognised (the mirror has no origin
+// remote). Credentials are never part of them.
+func repoURLs(cloneURL, prURL string) []string {
+	var urls []string
+	if u, err := url.Parse(cloneURL); err == nil && u.Scheme != "file" {
+		u.User = nil
+		urls = append(urls, u.String())
+	}
+	for _, sep := range []string{"/-/merge_requests/", "/pull/"} {
+		if i := strings.LastIndex(prURL, sep); i > 0 {
+			urls = append(urls, prURL[:i])
+			break
+		}
+	}
+	return urls
 }
 
 // superseded reports whether a newer head or a close took over this PR.
