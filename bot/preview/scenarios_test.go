@@ -1,13 +1,11 @@
 package preview
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,6 +24,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/fixtures/cluster/testcluster"
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -396,39 +395,8 @@ func waitServed(t *testing.T, crd *unstructured.Unstructured) {
 	}
 }
 
-// gitRepo makes a real git repository with two commits, tagged base and head, from two
-// directory trees. Dates and author are fixed so the SHAs are the same every run.
+// gitRepo makes a real git repository with two commits, tagged base and head.
 func gitRepo(t *testing.T, base, head string) string {
 	t.Helper()
-	dir := t.TempDir()
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = append(os.Environ(),
-			"GIT_AUTHOR_NAME=driftpreview", "GIT_AUTHOR_EMAIL=test@driftpreview.invalid",
-			"GIT_COMMITTER_NAME=driftpreview", "GIT_COMMITTER_EMAIL=test@driftpreview.invalid",
-			"GIT_AUTHOR_DATE=2026-11-29T12:00:00Z", "GIT_COMMITTER_DATE=2026-11-29T12:00:00Z",
-			"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, stderr.String())
-		}
-	}
-	git("init", "-q", "-b", "main")
-	for _, side := range []struct{ src, tag string }{{base, "base"}, {head, "head"}} {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if e.Name() != ".git" {
-				os.RemoveAll(filepath.Join(dir, e.Name()))
-			}
-		}
-		if err := os.CopyFS(dir, os.DirFS(side.src)); err != nil {
-			t.Fatalf("copying %s: %v", side.src, err)
-		}
-		git("add", "-A")
-		git("commit", "-q", "--allow-empty", "-m", side.tag)
-		git("tag", side.tag)
-	}
-	return dir
+	return gitfixture.BaseHead(t, base, head)
 }

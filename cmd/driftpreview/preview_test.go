@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
+)
+
+func scenarioRepo(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join("../../fixtures/scenarios", name)
+	return gitfixture.BaseHead(t, filepath.Join(dir, "base"), filepath.Join(dir, "head"))
+}
+
+// unreachableKubeconfig points at a port nothing listens on.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	writeFiles(t, filepath.Dir(p), map[string]string{"kubeconfig": `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: not-a-real-token}}]
+contexts: [{name: prod, context: {cluster: c, user: u}}]
+current-context: prod
+`})
+	return p
+}
+
+type jsonReport struct {
+	Failing  bool `json:"failing"`
+	Findings []struct {
+		Rule string `json:"rule"`
+	} `json:"findings"`
+	Targets []struct {
+		Name        string `json:"name"`
+		LiveChecked bool   `json:"liveChecked"`
+		Findings    []struct {
+			Rule     string `json:"rule"`
+			Severity string `json:"severity"`
+			Key      struct {
+				Kind, Name string
+			} `json:"key"`
+			Path    string `json:"path"`
+			Manager string `json:"manager"`
+		} `json:"findings"`
+		Changes []struct {
+			Action string `json:"action"`
+		} `json:"changes"`
+	} `json:"targets"`
+}
+
+func (r jsonReport) rules() []string {
+	var out []string
+	for _, f := range r.Findings {
+		out = append(out, f.Rule)
+	}
+	for _, t := range r.Targets {
+		for _, f := range t.Findings {
+			out = append(out, f.Rule+" "+f.Key.Kind+"/"+f.Key.Name)
+		}
+	}
+	return out
+}
+
+// TestRunPreview checks the CLI contract: exit codes, formats and flags.
+func TestRunPreview(t *testing.T) {
+	clean := scenarioRepo(t, "15-clean")
+	dataLoss := scenarioRepo(t, "04-pvc-data-loss")
+	badConfig := scenarioRepo(t, "12-bad-config")
+	unreachable := unreachableKubeconfig(t)
+	t.Setenv("KUBECONFIG", "")
+
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		rules      []string // for --format json
+		stdout     string   // substring, for markdown
+		stderr     string
+		liveStatus bool
+	}{
+		{name: "clean PR, no cluster", args: []string{"--repo", clean, "--base", "base", "--head", "head"},
+			code: exitOK, stdout: "No live comparison"},
+		{name: "clean PR as JSON", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--format", "json"},
+			code: exitOK, rules: nil},
+		{name: "pruned PVC fails the policy", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json"},
+			code: exitFailing, rules: []string{"prune-stateful PersistentVolumeClaim/cache"}},
+		{name: "unreachable cluster is live-unavailable", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable, "--format", "json"},
+			code: exitFailing, rules: []string{"live-unavailable /"}},
+		{name: "live mode off ignores the kubeconfig", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable, "--live-mode", "off"},
+			code: exitOK, stdout: "live mode is off"},
+		{name: "bad config", args: []string{"--repo", badConfig, "--base", "base", "--head", "head", "--format", "json"},
+			code: exitFailing, rules: []string{"config-error", "config-error"}},
+		{name: "target filter", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--target", "nope"},
+			code: exitError, stderr: `no target named "nope"`},
+		{name: "missing head", args: []string{"--repo", clean, "--base", "base"}, code: exitError, stderr: "--base and --head are required"},
+		{name: "bad format", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--format", "xml"}, code: exitError, stderr: "--format must be markdown or json"},
+		{name: "bad live mode", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--live-mode", "apply"}, code: exitError, stderr: "--live-mode must be"},
+		{name: "unknown ref", args: []string{"--repo", clean, "--base", "nope", "--head", "head"}, code: exitError, stderr: `resolving "nope"`},
+		{name: "not a repository", args: []string{"--repo", t.TempDir(), "--base", "a", "--head", "b"}, code: exitError, stderr: "not a git repository"},
+		{name: "missing kubeconfig", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", "/nonexistent/kubeconfig"}, code: exitError, stderr: "loading kubeconfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"preview"}, tt.args...), &stdout, &stderr)
+			if code != tt.code {
+				t.Fatalf("exit code %d, want %d\nstderr: %s\nstdout: %.2000s", code, tt.code, stderr.String(), stdout.String())
+			}
+			if tt.stderr != "" && !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr %q does not say %q", stderr.String(), tt.stderr)
+			}
+			if tt.stdout != "" && !strings.Contains(stdout.String(), tt.stdout) {
+				t.Errorf("stdout does not say %q:\n%s", tt.stdout, stdout.String())
+			}
+			if slices.Contains(tt.args, "json") {
+				var rep jsonReport
+				if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+					t.Fatalf("--format json is not JSON: %v\n%s", err, stdout.String())
+				}
+				if diff := cmp.Diff(tt.rules, rep.rules()); diff != "" {
+					t.Errorf("findings (-want +got):\n%s", diff)
+				}
+				if rep.Failing != (tt.code == exitFailing) {
+					t.Errorf("failing = %v with exit code %d", rep.Failing, code)
+				}
+			}
+			if strings.Contains(stdout.String()+stderr.String(), "not-a-real-token") {
+				t.Errorf("the kubeconfig token leaked into the output")
+			}
+		})
+	}
+}
+
+// TestRunPreviewLeavesWorkTreeAlone checks that preview reads commits without
+// touching the checkout it runs in.
+func TestRunPreviewLeavesWorkTreeAlone(t *testing.T) {
+	repo := scenarioRepo(t, "04-pvc-data-loss")
+	marker := filepath.Join(repo, "uncommitted.txt")
+	if err := os.WriteFile(marker, []byte("work in progress"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadDir(repo)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"preview", "--repo", repo, "--base", "base", "--head", "head", "--live-mode", "off"}, &stdout, &stderr); code != exitFailing {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	after, _ := os.ReadDir(repo)
+	if len(before) != len(after) {
+		t.Errorf("the work tree changed: %v → %v", before, after)
+	}
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "work in progress" {
+		t.Errorf("uncommitted file changed: %q %v", b, err)
+	}
+}
