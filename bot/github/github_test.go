@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/github"
 	"github.com/driftpreview/driftpreview/bot/github/githubtest"
+	"github.com/driftpreview/driftpreview/bot/internal/hostfake"
 )
 
 var secret = []byte("It's a Secret to Everybody")
@@ -31,28 +31,9 @@ const (
 
 var now = time.Date(2026, 11, 2, 3, 14, 0, 0, time.UTC)
 
-// sleeps records the waits the retry transport asked for, instead of sleeping.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(_ context.Context, d time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.d = append(s.d, d)
-	return nil
-}
-
-func (s *sleeps) got() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.d...)
-}
-
-func newClient(t *testing.T, srv *githubtest.Server) (*github.Client, *sleeps) {
+func newClient(t *testing.T, srv *githubtest.Server) (*github.Client, *hostfake.Sleeps) {
 	t.Helper()
-	sl := &sleeps{}
+	sl := &hostfake.Sleeps{}
 	opts := github.DefaultOptions()
 	opts.AppID = srv.AppID
 	opts.PrivateKey = srv.KeyPEM
@@ -60,7 +41,7 @@ func newClient(t *testing.T, srv *githubtest.Server) (*github.Client, *sleeps) {
 	opts.APIURL = srv.URL()
 	opts.WebURL = "https://github.example.com"
 	opts.Now = func() time.Time { return now }
-	opts.Retry.Sleep = sl.sleep
+	opts.Retry.Sleep = sl.Sleep
 	opts.Retry.Now = func() time.Time { return now }
 	c, err := github.New(opts)
 	if err != nil {
@@ -389,7 +370,7 @@ func TestRateLimits(t *testing.T) {
 			if err := c.UpsertComment(context.Background(), ghPR(), "", []string{"hello"}); err != nil {
 				t.Fatalf("UpsertComment: %v", err)
 			}
-			if diff := cmp.Diff(tt.want, sl.got()); diff != "" {
+			if diff := cmp.Diff(tt.want, sl.Got()); diff != "" {
 				t.Errorf("sleeps (-want +got):\n%s", diff)
 			}
 			if n := len(srv.Comments(repo, 17)); n != 1 {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/gitlab"
 	"github.com/driftpreview/driftpreview/bot/gitlab/gitlabtest"
+	"github.com/driftpreview/driftpreview/bot/internal/hostfake"
 )
 
 var secret = []byte("hook-secret-token")
@@ -32,26 +32,14 @@ const (
 
 var now = time.Date(2026, 11, 2, 3, 14, 0, 0, time.UTC)
 
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(_ context.Context, d time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.d = append(s.d, d)
-	return nil
-}
-
-func newClient(t *testing.T, srv *gitlabtest.Server) (*gitlab.Client, *sleeps) {
+func newClient(t *testing.T, srv *gitlabtest.Server) (*gitlab.Client, *hostfake.Sleeps) {
 	t.Helper()
-	sl := &sleeps{}
+	sl := &hostfake.Sleeps{}
 	opts := gitlab.DefaultOptions()
 	opts.URL = srv.URL()
 	opts.Token = srv.Token
 	opts.WebhookSecret = secret
-	opts.Retry.Sleep = sl.sleep
+	opts.Retry.Sleep = sl.Sleep
 	opts.Retry.Now = func() time.Time { return now }
 	c, err := gitlab.New(opts)
 	if err != nil {
@@ -297,7 +285,7 @@ func TestRateLimits(t *testing.T) {
 	if err := c.SetStatus(context.Background(), mrPR(), bot.Status{State: bot.StateSuccess}); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]time.Duration{9 * time.Second, time.Second}, sl.d); diff != "" {
+	if diff := cmp.Diff([]time.Duration{9 * time.Second, time.Second}, sl.Got()); diff != "" {
 		t.Errorf("sleeps (-want +got):\n%s", diff)
 	}
 	if n := len(srv.Notes(project, 5)); n != 1 {

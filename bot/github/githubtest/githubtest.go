@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -22,15 +21,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v4"
+
+	"github.com/driftpreview/driftpreview/bot/internal/hostfake"
 )
 
 // Call is one request the fake received.
-type Call struct {
-	Method string
-	Path   string
-	Query  string
-	Body   string
-}
+type Call = hostfake.Call
 
 // Comment is an issue comment the fake holds.
 type Comment struct {
@@ -71,15 +67,9 @@ type PullRequest struct {
 	HTMLURL  string
 }
 
-type failure struct {
-	method, path string
-	n, status    int
-	header       http.Header
-}
-
 // Server is the fake GitHub. Create it with New.
 type Server struct {
-	t   testing.TB
+	rec *hostfake.Recorder
 	srv *httptest.Server
 
 	// AppID is the App the fake trusts JWTs from; Key and KeyPEM are its key pair.
@@ -90,14 +80,12 @@ type Server struct {
 	BotLogin string
 
 	mu       sync.Mutex
-	calls    []Call
 	tokens   map[string]int64 // token → installation
 	nextID   int64
 	comments []*Comment
 	runs     []*CheckRun
 	perms    map[string]string // repo + "\x00" + user → permission
 	pulls    map[string]PullRequest
-	fails    []*failure
 	now      func() time.Time
 }
 
@@ -120,7 +108,10 @@ func New(t testing.TB) *Server {
 		t.Fatalf("githubtest: %v", err)
 	}
 	s := &Server{
-		t:        t,
+		rec: hostfake.New(t, hostfake.Options{
+			Name: "githubtest", ContentType: "application/json; charset=utf-8",
+			BadStatus: http.StatusUnprocessableEntity, NotFound: "Not Found",
+		}),
 		AppID:    31337,
 		Key:      key,
 		KeyPEM:   pemBytes,
@@ -170,18 +161,10 @@ func WebhookHeader(event, delivery string, secret, body []byte) http.Header {
 }
 
 // Calls returns every request received so far, in order.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.rec.Calls() }
 
 // ResetCalls forgets the recorded calls (state is kept).
-func (s *Server) ResetCalls() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = nil
-}
+func (s *Server) ResetCalls() { s.rec.ResetCalls() }
 
 // Tokens returns every installation token the fake issued, so tests can assert
 // they never leak into errors or logs.
@@ -252,25 +235,15 @@ func (s *Server) AddPull(p PullRequest) {
 // FailNext makes the next n requests matching method ("" for any) and path answer
 // status with header (e.g. 403 with Retry-After: 1) instead of being served.
 func (s *Server) FailNext(method, path string, n, status int, header http.Header) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fails = append(s.fails, &failure{method: method, path: path, n: n, status: status, header: header})
+	s.rec.FailNext(method, path, n, status, header)
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body)})
-	for _, f := range s.fails {
-		if f.n > 0 && (f.method == "" || f.method == r.Method) && f.path == r.URL.Path {
-			f.n--
-			for k, v := range f.header {
-				w.Header()[k] = v
-			}
-			writeJSON(w, f.status, map[string]string{"message": "injected failure"})
-			return
-		}
+	if !s.rec.Record(w, r, body) {
+		return
 	}
 	seg := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(seg) == 4 && seg[0] == "app" && seg[1] == "installations" && seg[3] == "access_tokens" {
@@ -281,90 +254,49 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(seg) < 4 || seg[0] != "repos" {
-		s.notFound(w, r)
+		s.rec.NotFound(w, r)
 		return
 	}
 	repo := seg[1] + "/" + seg[2]
 	rest := seg[3:]
 	switch {
-	case r.Method == http.MethodGet && match(rest, "issues", "*", "comments"):
+	case r.Method == http.MethodGet && hostfake.Match(rest, "issues", "*", "comments"):
 		s.listComments(w, r, repo, rest[1])
-	case r.Method == http.MethodPost && match(rest, "issues", "*", "comments"):
+	case r.Method == http.MethodPost && hostfake.Match(rest, "issues", "*", "comments"):
 		s.createComment(w, r, repo, rest[1], body)
-	case r.Method == http.MethodPatch && match(rest, "issues", "comments", "*"):
+	case r.Method == http.MethodPatch && hostfake.Match(rest, "issues", "comments", "*"):
 		s.editComment(w, r, repo, rest[2], body)
-	case r.Method == http.MethodDelete && match(rest, "issues", "comments", "*"):
+	case r.Method == http.MethodDelete && hostfake.Match(rest, "issues", "comments", "*"):
 		s.deleteComment(w, r, repo, rest[2])
-	case r.Method == http.MethodGet && match(rest, "commits", "*", "check-runs"):
+	case r.Method == http.MethodGet && hostfake.Match(rest, "commits", "*", "check-runs"):
 		s.listRuns(w, r, repo, rest[1])
-	case r.Method == http.MethodPost && match(rest, "check-runs"):
+	case r.Method == http.MethodPost && hostfake.Match(rest, "check-runs"):
 		s.createRun(w, r, repo, body)
-	case r.Method == http.MethodPatch && match(rest, "check-runs", "*"):
+	case r.Method == http.MethodPatch && hostfake.Match(rest, "check-runs", "*"):
 		s.updateRun(w, r, repo, rest[1], body)
-	case r.Method == http.MethodGet && match(rest, "collaborators", "*", "permission"):
+	case r.Method == http.MethodGet && hostfake.Match(rest, "collaborators", "*", "permission"):
 		s.permission(w, r, repo, rest[1])
-	case r.Method == http.MethodGet && match(rest, "pulls", "*"):
+	case r.Method == http.MethodGet && hostfake.Match(rest, "pulls", "*"):
 		s.getPull(w, r, repo, rest[1])
 	default:
-		s.notFound(w, r)
+		s.rec.NotFound(w, r)
 	}
-}
-
-func match(seg []string, pattern ...string) bool {
-	if len(seg) != len(pattern) {
-		return false
-	}
-	for i, p := range pattern {
-		if p != "*" && p != seg[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.t.Errorf("githubtest: unexpected request %s %s", r.Method, r.URL.Path)
-	writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
-}
-
-// bad reports a request the real API would reject, failing the test.
-func (s *Server) bad(w http.ResponseWriter, r *http.Request, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	s.t.Errorf("githubtest: %s %s: %s", r.Method, r.URL.Path, msg)
-	writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// strict decodes body into v rejecting unknown fields, as a shape assertion.
-func (s *Server) strict(w http.ResponseWriter, r *http.Request, body []byte, v any) bool {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		s.bad(w, r, "body %s does not have the documented shape: %v", body, err)
-		return false
-	}
-	return true
 }
 
 func (s *Server) accessToken(w http.ResponseWriter, r *http.Request, inst string) {
 	if r.Method != http.MethodPost {
-		s.notFound(w, r)
+		s.rec.NotFound(w, r)
 		return
 	}
 	id, err := strconv.ParseInt(inst, 10, 64)
 	if err != nil {
-		s.bad(w, r, "installation ID %q is not a number", inst)
+		s.rec.Bad(w, r, "installation ID %q is not a number", inst)
 		return
 	}
 	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		s.t.Errorf("githubtest: access token request without a Bearer JWT")
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "A JSON web token could not be decoded"})
+		s.rec.Errorf("access token request without a Bearer JWT")
+		s.rec.JSON(w, http.StatusUnauthorized, map[string]string{"message": "A JSON web token could not be decoded"})
 		return
 	}
 	claims := &jwt.RegisteredClaims{}
@@ -375,15 +307,15 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request, inst string
 		return &s.Key.PublicKey, nil
 	})
 	if err != nil || claims.Issuer != strconv.FormatInt(s.AppID, 10) {
-		s.t.Errorf("githubtest: access token request with a bad JWT (issuer %q): %v", claims.Issuer, err)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "'Issuer' claim ('iss') must be an Integer"})
+		s.rec.Errorf("access token request with a bad JWT (issuer %q): %v", claims.Issuer, err)
+		s.rec.JSON(w, http.StatusUnauthorized, map[string]string{"message": "'Issuer' claim ('iss') must be an Integer"})
 		return
 	}
 	buf := make([]byte, 16)
 	_, _ = rand.Read(buf)
 	tok := "ghs_" + hex.EncodeToString(buf)
 	s.tokens[tok] = id
-	writeJSON(w, http.StatusCreated, map[string]any{
+	s.rec.JSON(w, http.StatusCreated, map[string]any{
 		"token":      tok,
 		"expires_at": s.now().Add(time.Hour).UTC().Format(time.RFC3339),
 		"permissions": map[string]string{
@@ -400,8 +332,7 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 		tok, ok = strings.CutPrefix(h, "Bearer ")
 	}
 	if _, known := s.tokens[tok]; !ok || !known {
-		s.t.Errorf("githubtest: %s %s without a valid installation token", r.Method, r.URL.Path)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
+		s.rec.Unauthorized(w, r, "without a valid installation token", "Bad credentials")
 		return false
 	}
 	return true
@@ -426,15 +357,7 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request, repo, num 
 			all = append(all, commentJSON{ID: c.ID, Body: c.Body, User: user{Login: c.User, Type: c.UserType}})
 		}
 	}
-	per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
-	if per <= 0 {
-		per = 30
-	}
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	if page <= 0 {
-		page = 1
-	}
-	lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
+	page, _, lo, hi := hostfake.Page(r.URL.Query(), 30, len(all))
 	if hi < len(all) {
 		q := r.URL.Query()
 		q.Set("page", strconv.Itoa(page+1))
@@ -444,7 +367,7 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request, repo, num 
 	if out == nil {
 		out = []commentJSON{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.rec.JSON(w, http.StatusOK, out)
 }
 
 type commentBody struct {
@@ -453,15 +376,15 @@ type commentBody struct {
 
 func (s *Server) commentBody(w http.ResponseWriter, r *http.Request, body []byte) (string, bool) {
 	var in commentBody
-	if !s.strict(w, r, body, &in) {
+	if !s.rec.Strict(w, r, body, &in) {
 		return "", false
 	}
 	if in.Body == nil || *in.Body == "" {
-		s.bad(w, r, "body is missing")
+		s.rec.Bad(w, r, "body is missing")
 		return "", false
 	}
 	if n := utf8.RuneCountInString(*in.Body); n > 65536 {
-		s.bad(w, r, "Body is too long (maximum is 65536 characters), got %d", n)
+		s.rec.Bad(w, r, "Body is too long (maximum is 65536 characters), got %d", n)
 		return "", false
 	}
 	return *in.Body, true
@@ -476,7 +399,7 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request, repo, num
 	s.nextID++
 	c := &Comment{ID: s.nextID, Repo: repo, Number: n, Body: text, User: s.BotLogin, UserType: "Bot"}
 	s.comments = append(s.comments, c)
-	writeJSON(w, http.StatusCreated, commentJSON{ID: c.ID, Body: c.Body, User: user{Login: c.User, Type: c.UserType}})
+	s.rec.JSON(w, http.StatusCreated, commentJSON{ID: c.ID, Body: c.Body, User: user{Login: c.User, Type: c.UserType}})
 }
 
 func (s *Server) findComment(w http.ResponseWriter, r *http.Request, repo, id string) *Comment {
@@ -484,14 +407,14 @@ func (s *Server) findComment(w http.ResponseWriter, r *http.Request, repo, id st
 	for _, c := range s.comments {
 		if c.Repo == repo && c.ID == n {
 			if c.User != s.BotLogin {
-				writeJSON(w, http.StatusForbidden, map[string]string{"message": "Resource not accessible by integration"})
-				s.t.Errorf("githubtest: %s %s touches %s's comment", r.Method, r.URL.Path, c.User)
+				s.rec.JSON(w, http.StatusForbidden, map[string]string{"message": "Resource not accessible by integration"})
+				s.rec.Errorf("%s %s touches %s's comment", r.Method, r.URL.Path, c.User)
 				return nil
 			}
 			return c
 		}
 	}
-	s.bad(w, r, "no comment %s in %s", id, repo)
+	s.rec.Bad(w, r, "no comment %s in %s", id, repo)
 	return nil
 }
 
@@ -505,7 +428,7 @@ func (s *Server) editComment(w http.ResponseWriter, r *http.Request, repo, id st
 		return
 	}
 	c.Body = text
-	writeJSON(w, http.StatusOK, commentJSON{ID: c.ID, Body: c.Body, User: user{Login: c.User, Type: c.UserType}})
+	s.rec.JSON(w, http.StatusOK, commentJSON{ID: c.ID, Body: c.Body, User: user{Login: c.User, Type: c.UserType}})
 }
 
 func (s *Server) deleteComment(w http.ResponseWriter, r *http.Request, repo, id string) {
@@ -565,26 +488,26 @@ func toJSON(c *CheckRun) runJSON {
 // checkRun validates a create/update body the way the Checks API does.
 func (s *Server) checkRun(w http.ResponseWriter, r *http.Request, in *runBody) bool {
 	if in.Status != nil && !slices.Contains([]string{"queued", "in_progress", "completed"}, *in.Status) {
-		s.bad(w, r, "status %q is not queued, in_progress or completed", *in.Status)
+		s.rec.Bad(w, r, "status %q is not queued, in_progress or completed", *in.Status)
 		return false
 	}
 	completed := in.Status != nil && *in.Status == "completed"
 	if completed != (in.Conclusion != nil) {
-		s.bad(w, r, "conclusion must be given exactly when status is completed")
+		s.rec.Bad(w, r, "conclusion must be given exactly when status is completed")
 		return false
 	}
 	if in.Conclusion != nil && !slices.Contains([]string{"action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out"}, *in.Conclusion) {
-		s.bad(w, r, "conclusion %q is not valid", *in.Conclusion)
+		s.rec.Bad(w, r, "conclusion %q is not valid", *in.Conclusion)
 		return false
 	}
 	if o := in.Output; o != nil {
 		if o.Title == nil || o.Summary == nil {
-			s.bad(w, r, "output needs title and summary")
+			s.rec.Bad(w, r, "output needs title and summary")
 			return false
 		}
 		for name, v := range map[string]*string{"title": o.Title, "summary": o.Summary, "text": o.Text} {
 			if v != nil && utf8.RuneCountInString(*v) > 65535 {
-				s.bad(w, r, "output.%s is longer than 65535 characters", name)
+				s.rec.Bad(w, r, "output.%s is longer than 65535 characters", name)
 				return false
 			}
 		}
@@ -592,7 +515,7 @@ func (s *Server) checkRun(w http.ResponseWriter, r *http.Request, in *runBody) b
 	for name, v := range map[string]*string{"started_at": in.StartedAt, "completed_at": in.CompletedAt} {
 		if v != nil {
 			if _, err := time.Parse(time.RFC3339, *v); err != nil {
-				s.bad(w, r, "%s %q is not ISO 8601", name, *v)
+				s.rec.Bad(w, r, "%s %q is not ISO 8601", name, *v)
 				return false
 			}
 		}
@@ -621,38 +544,38 @@ func apply(c *CheckRun, in *runBody) {
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request, repo string, body []byte) {
 	var in runBody
-	if !s.strict(w, r, body, &in) || !s.checkRun(w, r, &in) {
+	if !s.rec.Strict(w, r, body, &in) || !s.checkRun(w, r, &in) {
 		return
 	}
 	if in.Name == nil || *in.Name == "" || in.HeadSHA == nil || len(*in.HeadSHA) != 40 {
-		s.bad(w, r, "name and a 40-character head_sha are required")
+		s.rec.Bad(w, r, "name and a 40-character head_sha are required")
 		return
 	}
 	s.nextID++
 	c := &CheckRun{ID: s.nextID, Repo: repo, HeadSHA: *in.HeadSHA, Status: "queued", AppID: s.AppID}
 	apply(c, &in)
 	s.runs = append(s.runs, c)
-	writeJSON(w, http.StatusCreated, toJSON(c))
+	s.rec.JSON(w, http.StatusCreated, toJSON(c))
 }
 
 func (s *Server) updateRun(w http.ResponseWriter, r *http.Request, repo, id string, body []byte) {
 	var in runBody
-	if !s.strict(w, r, body, &in) || !s.checkRun(w, r, &in) {
+	if !s.rec.Strict(w, r, body, &in) || !s.checkRun(w, r, &in) {
 		return
 	}
 	if in.HeadSHA != nil {
-		s.bad(w, r, "head_sha cannot be updated")
+		s.rec.Bad(w, r, "head_sha cannot be updated")
 		return
 	}
 	n, _ := strconv.ParseInt(id, 10, 64)
 	for _, c := range s.runs {
 		if c.Repo == repo && c.ID == n {
 			apply(c, &in)
-			writeJSON(w, http.StatusOK, toJSON(c))
+			s.rec.JSON(w, http.StatusOK, toJSON(c))
 			return
 		}
 	}
-	s.bad(w, r, "no check run %s in %s", id, repo)
+	s.rec.Bad(w, r, "no check run %s in %s", id, repo)
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, repo, sha string) {
@@ -675,28 +598,28 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, repo, sha stri
 	}
 	slices.Reverse(out.CheckRuns) // newest first, as GitHub lists them
 	out.Total = len(out.CheckRuns)
-	writeJSON(w, http.StatusOK, out)
+	s.rec.JSON(w, http.StatusOK, out)
 }
 
 func (s *Server) permission(w http.ResponseWriter, r *http.Request, repo, login string) {
 	p, ok := s.perms[repo+"\x00"+login]
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
+		s.rec.JSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"permission": p, "user": user{Login: login, Type: "User"}})
+	s.rec.JSON(w, http.StatusOK, map[string]any{"permission": p, "user": user{Login: login, Type: "User"}})
 }
 
 func (s *Server) getPull(w http.ResponseWriter, r *http.Request, repo, num string) {
 	p, ok := s.pulls[repo+"#"+num]
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
+		s.rec.JSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
 		return
 	}
 	side := func(ref, sha, full string) map[string]any {
 		return map[string]any{"ref": ref, "sha": sha, "repo": map[string]any{"full_name": full}}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	s.rec.JSON(w, http.StatusOK, map[string]any{
 		"number":   p.Number,
 		"state":    "open",
 		"html_url": p.HTMLURL,

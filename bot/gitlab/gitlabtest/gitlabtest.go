@@ -3,7 +3,6 @@ package gitlabtest
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,15 +14,12 @@ import (
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/driftpreview/driftpreview/bot/internal/hostfake"
 )
 
 // Call is one request the fake received. Path is the decoded URL path.
-type Call struct {
-	Method string
-	Path   string
-	Query  string
-	Body   string
-}
+type Call = hostfake.Call
 
 // Note is a merge request note the fake holds.
 type Note struct {
@@ -59,15 +55,9 @@ type MergeRequest struct {
 	WebURL          string
 }
 
-type failure struct {
-	method, path string
-	n, status    int
-	header       http.Header
-}
-
 // Server is the fake GitLab. Create it with New.
 type Server struct {
-	t   testing.TB
+	rec *hostfake.Recorder
 	srv *httptest.Server
 
 	// Token is the only PRIVATE-TOKEN the fake accepts; BotID and BotUsername are
@@ -77,7 +67,6 @@ type Server struct {
 	BotUsername string
 
 	mu       sync.Mutex
-	calls    []Call
 	nextID   int64
 	projects map[string]int64 // path → ID
 	notes    []*Note
@@ -85,7 +74,6 @@ type Server struct {
 	users    map[string]int64        // username → ID
 	members  map[int64]map[int64]int // project → user → access level
 	mrs      map[string]MergeRequest // "project!iid"
-	fails    []*failure
 }
 
 // New starts a fake GitLab with a random token and stops it when the test ends.
@@ -94,7 +82,10 @@ func New(t testing.TB) *Server {
 	buf := make([]byte, 10)
 	_, _ = rand.Read(buf)
 	s := &Server{
-		t:           t,
+		rec: hostfake.New(t, hostfake.Options{
+			Name: "gitlabtest", ContentType: "application/json",
+			BadStatus: http.StatusBadRequest, NotFound: "404 Not Found",
+		}),
 		Token:       "glpat-" + hex.EncodeToString(buf),
 		BotID:       99,
 		BotUsername: "driftpreview-bot",
@@ -192,45 +183,26 @@ func (s *Server) Statuses(project int64, sha string) []Status {
 }
 
 // Calls returns every request received so far, in order.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.calls)
-}
+func (s *Server) Calls() []Call { return s.rec.Calls() }
 
 // ResetCalls forgets the recorded calls (state is kept).
-func (s *Server) ResetCalls() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = nil
-}
+func (s *Server) ResetCalls() { s.rec.ResetCalls() }
 
 // FailNext makes the next n requests matching method ("" for any) and the decoded
 // path answer status with header (e.g. 429 with Retry-After) instead of being served.
 func (s *Server) FailNext(method, path string, n, status int, header http.Header) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fails = append(s.fails, &failure{method: method, path: path, n: n, status: status, header: header})
+	s.rec.FailNext(method, path, n, status, header)
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body)})
-	for _, f := range s.fails {
-		if f.n > 0 && (f.method == "" || f.method == r.Method) && f.path == r.URL.Path {
-			f.n--
-			for k, v := range f.header {
-				w.Header()[k] = v
-			}
-			writeJSON(w, f.status, map[string]string{"message": "injected failure"})
-			return
-		}
+	if !s.rec.Record(w, r, body) {
+		return
 	}
 	if r.Header.Get("PRIVATE-TOKEN") != s.Token {
-		s.t.Errorf("gitlabtest: %s %s without the PRIVATE-TOKEN", r.Method, r.URL.Path)
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "401 Unauthorized"})
+		s.rec.Unauthorized(w, r, "without the PRIVATE-TOKEN", "401 Unauthorized")
 		return
 	}
 	// Split the escaped path so a URL-encoded project path stays one segment.
@@ -238,51 +210,51 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for _, p := range strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/") {
 		u, err := url.PathUnescape(p)
 		if err != nil {
-			s.bad(w, r, "bad path segment %q", p)
+			s.rec.Bad(w, r, "bad path segment %q", p)
 			return
 		}
 		seg = append(seg, u)
 	}
 	if len(seg) < 3 || seg[0] != "api" || seg[1] != "v4" {
-		s.notFound(w, r)
+		s.rec.NotFound(w, r)
 		return
 	}
 	seg = seg[2:]
 	switch {
-	case r.Method == http.MethodGet && match(seg, "user"):
-		writeJSON(w, http.StatusOK, map[string]any{"id": s.BotID, "username": s.BotUsername, "bot": true, "state": "active"})
+	case r.Method == http.MethodGet && hostfake.Match(seg, "user"):
+		s.rec.JSON(w, http.StatusOK, map[string]any{"id": s.BotID, "username": s.BotUsername, "bot": true, "state": "active"})
 		return
-	case r.Method == http.MethodGet && match(seg, "users"):
+	case r.Method == http.MethodGet && hostfake.Match(seg, "users"):
 		s.listUsers(w, r)
 		return
 	}
 	if len(seg) < 2 || seg[0] != "projects" {
-		s.notFound(w, r)
+		s.rec.NotFound(w, r)
 		return
 	}
 	project, ok := s.project(seg[1])
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"message": "404 Project Not Found"})
+		s.rec.JSON(w, http.StatusNotFound, map[string]string{"message": "404 Project Not Found"})
 		return
 	}
 	rest := seg[2:]
 	switch {
-	case r.Method == http.MethodGet && match(rest, "merge_requests", "*", "notes"):
+	case r.Method == http.MethodGet && hostfake.Match(rest, "merge_requests", "*", "notes"):
 		s.listNotes(w, r, project, rest[1])
-	case r.Method == http.MethodPost && match(rest, "merge_requests", "*", "notes"):
+	case r.Method == http.MethodPost && hostfake.Match(rest, "merge_requests", "*", "notes"):
 		s.createNote(w, r, project, rest[1], body)
-	case r.Method == http.MethodPut && match(rest, "merge_requests", "*", "notes", "*"):
+	case r.Method == http.MethodPut && hostfake.Match(rest, "merge_requests", "*", "notes", "*"):
 		s.updateNote(w, r, project, rest[1], rest[3], body)
-	case r.Method == http.MethodDelete && match(rest, "merge_requests", "*", "notes", "*"):
+	case r.Method == http.MethodDelete && hostfake.Match(rest, "merge_requests", "*", "notes", "*"):
 		s.deleteNote(w, r, project, rest[1], rest[3])
-	case r.Method == http.MethodPost && match(rest, "statuses", "*"):
+	case r.Method == http.MethodPost && hostfake.Match(rest, "statuses", "*"):
 		s.postStatus(w, r, project, rest[1], body)
-	case r.Method == http.MethodGet && match(rest, "members", "all", "*"):
+	case r.Method == http.MethodGet && hostfake.Match(rest, "members", "all", "*"):
 		s.member(w, project, rest[2])
-	case r.Method == http.MethodGet && match(rest, "merge_requests", "*"):
+	case r.Method == http.MethodGet && hostfake.Match(rest, "merge_requests", "*"):
 		s.getMR(w, project, rest[1])
 	default:
-		s.notFound(w, r)
+		s.rec.NotFound(w, r)
 	}
 }
 
@@ -292,45 +264,6 @@ func (s *Server) project(idOrPath string) (int64, bool) {
 	}
 	id, ok := s.projects[idOrPath]
 	return id, ok
-}
-
-func match(seg []string, pattern ...string) bool {
-	if len(seg) != len(pattern) {
-		return false
-	}
-	for i, p := range pattern {
-		if p != "*" && p != seg[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.t.Errorf("gitlabtest: unexpected request %s %s", r.Method, r.URL.Path)
-	writeJSON(w, http.StatusNotFound, map[string]string{"message": "404 Not Found"})
-}
-
-func (s *Server) bad(w http.ResponseWriter, r *http.Request, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	s.t.Errorf("gitlabtest: %s %s: %s", r.Method, r.URL.Path, msg)
-	writeJSON(w, http.StatusBadRequest, map[string]string{"message": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func (s *Server) strict(w http.ResponseWriter, r *http.Request, body []byte, v any) bool {
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		s.bad(w, r, "body %s does not have the documented shape: %v", body, err)
-		return false
-	}
-	return true
 }
 
 type noteJSON struct {
@@ -366,15 +299,7 @@ func (s *Server) listNotes(w http.ResponseWriter, r *http.Request, project int64
 	if q.Get("sort") == "desc" || q.Get("sort") == "" {
 		slices.Reverse(all) // GitLab's default order is newest first
 	}
-	per, _ := strconv.Atoi(q.Get("per_page"))
-	if per <= 0 {
-		per = 20
-	}
-	page, _ := strconv.Atoi(q.Get("page"))
-	if page <= 0 {
-		page = 1
-	}
-	lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
+	page, per, lo, hi := hostfake.Page(q, 20, len(all))
 	w.Header().Set("X-Page", strconv.Itoa(page))
 	w.Header().Set("X-Per-Page", strconv.Itoa(per))
 	w.Header().Set("X-Total", strconv.Itoa(len(all)))
@@ -385,7 +310,7 @@ func (s *Server) listNotes(w http.ResponseWriter, r *http.Request, project int64
 	if out == nil {
 		out = []noteJSON{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.rec.JSON(w, http.StatusOK, out)
 }
 
 type noteBody struct {
@@ -394,15 +319,15 @@ type noteBody struct {
 
 func (s *Server) noteBody(w http.ResponseWriter, r *http.Request, body []byte) (string, bool) {
 	var in noteBody
-	if !s.strict(w, r, body, &in) {
+	if !s.rec.Strict(w, r, body, &in) {
 		return "", false
 	}
 	if in.Body == nil || *in.Body == "" {
-		s.bad(w, r, "body is missing")
+		s.rec.Bad(w, r, "body is missing")
 		return "", false
 	}
 	if utf8.RuneCountInString(*in.Body) > 1_000_000 {
-		s.bad(w, r, "Note is too long (maximum is 1000000 characters)")
+		s.rec.Bad(w, r, "Note is too long (maximum is 1000000 characters)")
 		return "", false
 	}
 	return *in.Body, true
@@ -417,7 +342,7 @@ func (s *Server) createNote(w http.ResponseWriter, r *http.Request, project int6
 	s.nextID++
 	n := &Note{ID: s.nextID, ProjectID: project, MR: mr, Body: text, AuthorID: s.BotID}
 	s.notes = append(s.notes, n)
-	writeJSON(w, http.StatusCreated, s.toJSON(n))
+	s.rec.JSON(w, http.StatusCreated, s.toJSON(n))
 }
 
 func (s *Server) findNote(w http.ResponseWriter, r *http.Request, project int64, iid, id string) *Note {
@@ -426,14 +351,14 @@ func (s *Server) findNote(w http.ResponseWriter, r *http.Request, project int64,
 	for _, n := range s.notes {
 		if n.ProjectID == project && n.MR == mr && n.ID == nid {
 			if n.AuthorID != s.BotID {
-				s.t.Errorf("gitlabtest: %s %s touches user %d's note", r.Method, r.URL.Path, n.AuthorID)
-				writeJSON(w, http.StatusForbidden, map[string]string{"message": "403 Forbidden"})
+				s.rec.Errorf("%s %s touches user %d's note", r.Method, r.URL.Path, n.AuthorID)
+				s.rec.JSON(w, http.StatusForbidden, map[string]string{"message": "403 Forbidden"})
 				return nil
 			}
 			return n
 		}
 	}
-	s.bad(w, r, "no note %s on merge request %s", id, iid)
+	s.rec.Bad(w, r, "no note %s on merge request %s", id, iid)
 	return nil
 }
 
@@ -447,7 +372,7 @@ func (s *Server) updateNote(w http.ResponseWriter, r *http.Request, project int6
 		return
 	}
 	n.Body = text
-	writeJSON(w, http.StatusOK, s.toJSON(n))
+	s.rec.JSON(w, http.StatusOK, s.toJSON(n))
 }
 
 func (s *Server) deleteNote(w http.ResponseWriter, r *http.Request, project int64, iid, id string) {
@@ -472,15 +397,15 @@ type statusBody struct {
 
 func (s *Server) postStatus(w http.ResponseWriter, r *http.Request, project int64, sha string, body []byte) {
 	var in statusBody
-	if !s.strict(w, r, body, &in) {
+	if !s.rec.Strict(w, r, body, &in) {
 		return
 	}
 	if len(sha) != 40 {
-		s.bad(w, r, "sha %q is not a full commit SHA", sha)
+		s.rec.Bad(w, r, "sha %q is not a full commit SHA", sha)
 		return
 	}
 	if in.State == nil || !slices.Contains([]string{"pending", "running", "success", "failed", "canceled", "skipped"}, *in.State) {
-		s.bad(w, r, "state is missing or not one of pending, running, success, failed, canceled, skipped")
+		s.rec.Bad(w, r, "state is missing or not one of pending, running, success, failed, canceled, skipped")
 		return
 	}
 	st := Status{ProjectID: project, SHA: sha, Name: "default", State: *in.State}
@@ -489,7 +414,7 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request, project int6
 	}
 	if in.Description != nil {
 		if utf8.RuneCountInString(*in.Description) > 255 {
-			s.bad(w, r, "description is longer than 255 characters")
+			s.rec.Bad(w, r, "description is longer than 255 characters")
 			return
 		}
 		st.Description = *in.Description
@@ -502,7 +427,7 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request, project int6
 		p := s.statuses[i]
 		if p.ProjectID == project && p.SHA == sha && p.Name == st.Name {
 			if p.State == st.State {
-				writeJSON(w, http.StatusBadRequest, map[string]string{
+				s.rec.JSON(w, http.StatusBadRequest, map[string]string{
 					"message": fmt.Sprintf("Cannot transition status via :%s from :%s", st.State, p.State)})
 				return
 			}
@@ -510,7 +435,7 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request, project int6
 		}
 	}
 	s.statuses = append(s.statuses, st)
-	writeJSON(w, http.StatusCreated, map[string]any{
+	s.rec.JSON(w, http.StatusCreated, map[string]any{
 		"id": len(s.statuses), "sha": sha, "status": st.State, "name": st.Name,
 		"description": st.Description, "target_url": st.TargetURL,
 	})
@@ -519,33 +444,33 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request, project int6
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("username")
 	if name == "" {
-		s.bad(w, r, "the fake only supports looking users up by username")
+		s.rec.Bad(w, r, "the fake only supports looking users up by username")
 		return
 	}
 	out := []map[string]any{}
 	if id, ok := s.users[name]; ok {
 		out = append(out, map[string]any{"id": id, "username": name, "state": "active"})
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.rec.JSON(w, http.StatusOK, out)
 }
 
 func (s *Server) member(w http.ResponseWriter, project int64, uid string) {
 	id, _ := strconv.ParseInt(uid, 10, 64)
 	lvl, ok := s.members[project][id]
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"message": "404 Not found"})
+		s.rec.JSON(w, http.StatusNotFound, map[string]string{"message": "404 Not found"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "access_level": lvl, "state": "active"})
+	s.rec.JSON(w, http.StatusOK, map[string]any{"id": id, "access_level": lvl, "state": "active"})
 }
 
 func (s *Server) getMR(w http.ResponseWriter, project int64, iid string) {
 	mr, ok := s.mrs[fmt.Sprintf("%d!%s", project, iid)]
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"message": "404 Not found"})
+		s.rec.JSON(w, http.StatusNotFound, map[string]string{"message": "404 Not found"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	s.rec.JSON(w, http.StatusOK, map[string]any{
 		"iid": mr.IID, "project_id": mr.ProjectID, "state": "opened",
 		"source_project_id": mr.SourceProjectID, "target_project_id": mr.ProjectID,
 		"source_branch": mr.SourceBranch, "target_branch": mr.TargetBranch,
