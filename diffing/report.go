@@ -201,7 +201,10 @@ type TargetReport struct {
 	Findings    []Finding   `json:"findings"`
 	Notes       []string    `json:"notes,omitempty"`
 	Error       string      `json:"error,omitempty"`
-	Worst       Severity    `json:"worst"`
+	// Skipped says why a listed target was not rendered at all (its source is
+	// outside the repository, an unsupported generator…).
+	Skipped string   `json:"skipped,omitempty"`
+	Worst   Severity `json:"worst"`
 }
 
 // Report is the whole result of one preview: what the comment and the check show.

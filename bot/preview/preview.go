@@ -185,10 +185,9 @@ type pipeline struct {
 func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetReport {
 	opts := p.cfg.DiffOptions(t, p.req.Now)
 	if t.Skip != "" {
-		tr := diffing.TargetReport{Name: t.Name, Path: t.Path, Cluster: t.Cluster, Controller: t.Controller,
-			Notes: append(slices.Clone(t.Notes), "Not rendered: "+t.Skip), Findings: slices.Clone(t.Findings),
+		return diffing.TargetReport{Name: t.Name, Path: t.Path, Cluster: t.Cluster, Controller: t.Controller,
+			Skipped: t.Skip, Notes: slices.Clone(t.Notes), Findings: slices.Clone(t.Findings),
 			Changes: []diffing.Change{}}
-		return tr
 	}
 	in := diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}
 	var baseNote, headNote string

@@ -236,7 +236,7 @@ func (l *layout) newSection(i int) *section {
 			}
 		}
 	}
-	s.unaffected = t.Error == "" && len(s.pr) == 0 && len(s.live) == 0
+	s.unaffected = t.Error == "" && t.Skipped == "" && len(s.pr) == 0 && len(s.live) == 0
 	return s
 }
 
@@ -275,7 +275,10 @@ func liveHow(t *diffing.TargetReport) string {
 func (l *layout) sectionSummary(t *diffing.TargetReport, changed int) string {
 	var where string
 	if c := t.Controller; c != nil && controllerName(c) != "" {
-		where = controllerName(c) + " <code>" + esc(c.Name) + "</code>, " + esc(syncPolicy(c))
+		where = controllerName(c) + " <code>" + esc(c.Name) + "</code>"
+		if t.Skipped == "" {
+			where += ", " + esc(syncPolicy(c))
+		}
 	} else {
 		where = esc(t.Path)
 	}
@@ -286,6 +289,8 @@ func (l *layout) sectionSummary(t *diffing.TargetReport, changed int) string {
 	switch {
 	case t.Error != "":
 		counts = "render failed"
+	case t.Skipped != "":
+		counts = "not rendered"
 	case changed == 0:
 		counts = "no changes"
 	default:
@@ -358,9 +363,18 @@ func (l *layout) preamble(t *diffing.TargetReport) string {
 		if c.Source != "" {
 			b.WriteString(" (declared in " + codeSpan(c.Source) + ")")
 		}
-		b.WriteString(" from " + codeSpan(t.Path) + ": " + syncPolicy(c) + ".\n\n")
+		if t.Path != "" {
+			b.WriteString(" from " + codeSpan(t.Path))
+		}
+		if t.Skipped == "" {
+			b.WriteString(": " + syncPolicy(c))
+		}
+		b.WriteString(".\n\n")
 	}
-	if !t.LiveChecked && t.Error == "" {
+	if t.Skipped != "" {
+		b.WriteString("**Not rendered:** " + inlineMD(oneLine(t.Skipped)) + ".\n\n")
+	}
+	if !t.LiveChecked && t.Error == "" && t.Skipped == "" {
 		b.WriteString("No live comparison: " + noLiveReason(t) + ".\n\n")
 	}
 	if len(t.Notes) > 0 {

@@ -244,7 +244,7 @@ func (l *layout) liveNotice() string {
 	total := 0
 	for i := range l.r.Targets {
 		t := &l.r.Targets[i]
-		if t.LiveChecked || t.Error != "" {
+		if t.LiveChecked || t.Error != "" || t.Skipped != "" {
 			continue
 		}
 		why := noLiveReason(t)
