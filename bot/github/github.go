@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/internal/hostretry"
+	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
 )
 
 // MaxCommentLength is GitHub's limit on a comment body. The comment renderer splits
@@ -87,7 +88,7 @@ type Client struct {
 
 	mu    sync.Mutex
 	insts map[int64]*installation
-	prMu  map[string]*sync.Mutex
+	prMu  hosttext.Locks
 }
 
 // installation is the cached client of one installation: its token transport
@@ -135,7 +136,6 @@ func New(opts Options) (*Client, error) {
 		base:    http.DefaultTransport,
 		timeout: 30 * time.Second,
 		insts:   map[int64]*installation{},
-		prMu:    map[string]*sync.Mutex{},
 	}
 	if opts.HTTPClient != nil {
 		if opts.HTTPClient.Transport != nil {
@@ -180,15 +180,7 @@ func (c *Client) install(id int64) (*installation, error) {
 // prLock serialises UpsertComment per pull request inside this process, so two jobs
 // finishing together cannot both create the sticky comment.
 func (c *Client) prLock(pr bot.PR) *sync.Mutex {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := fmt.Sprintf("%s#%d", pr.Repo, pr.Number)
-	m, ok := c.prMu[k]
-	if !ok {
-		m = &sync.Mutex{}
-		c.prMu[k] = m
-	}
-	return m
+	return c.prMu.For(fmt.Sprintf("%s#%d", pr.Repo, pr.Number))
 }
 
 // split returns owner and name of "owner/name".

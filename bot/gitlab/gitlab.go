@@ -15,6 +15,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/internal/hostretry"
+	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
 )
 
 // MaxCommentLength is GitLab's limit on a note body. The comment renderer splits its
@@ -69,7 +70,7 @@ type Client struct {
 
 	mu   sync.Mutex
 	self int64 // the token's user ID, learned once
-	prMu map[string]*sync.Mutex
+	prMu hosttext.Locks
 }
 
 // New checks opts and builds a Client. It does not call GitLab.
@@ -101,7 +102,7 @@ func New(opts Options) (*Client, error) {
 			timeout = opts.HTTPClient.Timeout
 		}
 	}
-	c := &Client{opts: opts, prMu: map[string]*sync.Mutex{}}
+	c := &Client{opts: opts}
 	hc := &http.Client{Transport: hostretry.SerialWrites(hostretry.New(base, opts.Retry), &c.writeMu), Timeout: timeout}
 	// The library's own retries are off: hostretry does them, honouring
 	// RateLimit-Reset and Retry-After.
@@ -120,16 +121,10 @@ func pid(pr bot.PR) any {
 	return pr.Repo
 }
 
+// prLock serialises UpsertComment per merge request inside this process, so two
+// jobs finishing together cannot both create the sticky note.
 func (c *Client) prLock(pr bot.PR) *sync.Mutex {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := fmt.Sprintf("%s!%d", pr.Repo, pr.Number)
-	m, ok := c.prMu[k]
-	if !ok {
-		m = &sync.Mutex{}
-		c.prMu[k] = m
-	}
-	return m
+	return c.prMu.For(fmt.Sprintf("%s!%d", pr.Repo, pr.Number))
 }
 
 // selfID returns the token user's ID, so UpsertComment only edits its own notes.
