@@ -188,9 +188,9 @@ func (l *layout) fit() bool {
 	return false
 }
 
-// headline is the verdict a reader sees first.
-func (l *layout) headline() string {
-	var errs, warns, notes int
+// severityCounts is how many findings the layout holds of each severity; the
+// headline and Title both start from them.
+func (l *layout) severityCounts() (errs, warns, notes int) {
 	for _, rw := range l.rows {
 		switch rw.f.Severity {
 		case diffing.SeverityError:
@@ -201,6 +201,12 @@ func (l *layout) headline() string {
 			notes++
 		}
 	}
+	return errs, warns, notes
+}
+
+// headline is the verdict a reader sees first.
+func (l *layout) headline() string {
+	errs, warns, notes := l.severityCounts()
 	parts := []string{"no targets"}
 	if n := len(l.r.Targets); n > 0 {
 		parts[0] = plural(n, "target", "targets")

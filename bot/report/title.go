@@ -23,17 +23,7 @@ func Title(r *diffing.Report) string {
 		}
 		return "No changes"
 	}
-	var errs, warns, notes int
-	for _, rw := range l.rows {
-		switch rw.f.Severity {
-		case diffing.SeverityError:
-			errs++
-		case diffing.SeverityWarning:
-			warns++
-		default:
-			notes++
-		}
-	}
+	errs, warns, notes := l.severityCounts()
 	var counts []string
 	if errs > 0 {
 		counts = append(counts, plural(errs, "error", "errors"))
