@@ -93,6 +93,7 @@ func (d *differ) checkRemoved() {
 			c.LiveDiff, _, _ = d.objectDiff(k, live, nil, nil, nil)
 		}
 		d.cascade(k)
+		d.controllerCascade(k, baseObj, live)
 		if k.Group == "" && k.Kind == "PersistentVolumeClaim" {
 			verb := "Pruned"
 			if renamed {
@@ -135,16 +136,8 @@ func (d *differ) cascade(k render.ObjectKey) {
 		return
 	}
 	kinds := slices.Collect(maps.Keys(ch.ByKind))
-	statefulKind := func(kind string) bool {
-		for _, gk := range append(slices.Clone(statefulKinds), d.opts.StatefulKinds...) {
-			if gk.Kind == kind {
-				return true
-			}
-		}
-		return false
-	}
 	slices.SortFunc(kinds, func(a, b string) int {
-		sa, sb := statefulKind(a), statefulKind(b)
+		sa, sb := d.statefulKind(a), d.statefulKind(b)
 		if sa != sb {
 			if sa {
 				return -1
@@ -178,6 +171,88 @@ func (d *differ) cascade(k render.ObjectKey) {
 		msg += ": " + joinAnd(parts, len(parts))
 	}
 	d.add(Finding{Rule: RulePruneCascade, Key: k, Message: msg + "."})
+}
+
+// controllerCascade reports prune-cascade for a pruned GitOps controller object whose
+// deletion deletes what it deploys: an Argo CD Application with the resources
+// finalizer, a Flux Kustomization with prune on (garbage collection), a Flux
+// HelmRelease (uninstalled). Removing one from an app-of-apps looks like one small
+// prune in the file diff; the live status says how much goes with it.
+func (d *differ) controllerCascade(k render.ObjectKey, objs ...*unstructured.Unstructured) {
+	var why string
+	for _, o := range objs {
+		if o == nil {
+			continue
+		}
+		switch {
+		case k.Group == "argoproj.io" && k.Kind == "Application" &&
+			slices.ContainsFunc(o.GetFinalizers(), func(f string) bool { return strings.HasPrefix(f, "resources-finalizer.argocd.argoproj.io") }):
+			why = "Argo CD's resources finalizer cascades the delete"
+		case k.Group == "kustomize.toolkit.fluxcd.io" && k.Kind == "Kustomization":
+			if prune, _, _ := unstructured.NestedBool(o.Object, "spec", "prune"); prune {
+				why = "kustomize-controller garbage-collects what it applied (prune is on)"
+			}
+		case k.Group == "helm.toolkit.fluxcd.io" && k.Kind == "HelmRelease":
+			why = "helm-controller uninstalls the release"
+		}
+	}
+	if why == "" {
+		return
+	}
+	byKind := map[string]int{}
+	total := 0
+	if d.liveOK {
+		if live := d.in.Live.Objects[k]; live != nil {
+			resources, _, _ := unstructured.NestedSlice(live.Object, "status", "resources")
+			for _, r := range resources {
+				if m, ok := r.(map[string]any); ok {
+					kind, _ := m["kind"].(string)
+					byKind[kind]++
+					total++
+				}
+			}
+			entries, _, _ := unstructured.NestedSlice(live.Object, "status", "inventory", "entries")
+			for _, e := range entries {
+				if m, ok := e.(map[string]any); ok {
+					id, _ := m["id"].(string) // namespace_name_group_kind
+					parts := strings.Split(id, "_")
+					byKind[parts[len(parts)-1]]++
+					total++
+				}
+			}
+		}
+	}
+	msg := "Pruning it also deletes everything it deploys, since " + why
+	if total > 0 {
+		kinds := slices.Sorted(maps.Keys(byKind))
+		slices.SortStableFunc(kinds, func(a, b string) int {
+			sa, sb := d.statefulKind(a), d.statefulKind(b)
+			if sa != sb {
+				if sa {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Compare(byKind[b], byKind[a])
+		})
+		var parts []string
+		for _, kind := range kinds[:min(4, len(kinds))] {
+			parts = append(parts, fmt.Sprintf("%d %s", byKind[kind], plural(kind, byKind[kind])))
+		}
+		msg += fmt.Sprintf(": %d live %s, %s", total, plural("object", total), joinAnd(parts, len(parts)))
+	}
+	d.add(Finding{Rule: RulePruneCascade, Key: k, Message: msg + "."})
+}
+
+// statefulKind reports whether a kind name (without its group, as children counts
+// and controller inventories give it) is one of the stateful kinds.
+func (d *differ) statefulKind(kind string) bool {
+	for _, gk := range append(slices.Clone(statefulKinds), d.opts.StatefulKinds...) {
+		if gk.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // plural gives an English plural of a kind for counts ("2 NetworkPolicies").
