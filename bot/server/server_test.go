@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/server"
+	"github.com/driftpreview/driftpreview/bot/server/servertest"
 	"github.com/driftpreview/driftpreview/diffing"
 )
 
@@ -30,20 +30,7 @@ type running struct {
 func startServer(t *testing.T, host *fakeHost, p *fakePreviewer, mod func(*server.Options)) *running {
 	t.Helper()
 	s := newTestServer(t, host, p, mod)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return &running{Server: s, url: "http://" + ln.Addr().String()}
+	return &running{Server: s, url: servertest.Serve(t, s)}
 }
 
 func (r *running) post(t *testing.T, ev bot.Event) int {

@@ -10,7 +10,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -39,6 +38,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/server"
+	"github.com/driftpreview/driftpreview/bot/server/servertest"
 	"github.com/driftpreview/driftpreview/fixtures/cluster/testcluster"
 )
 
@@ -230,20 +230,7 @@ func startBot(t *testing.T, hosts map[string]server.Host, mod func(*server.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return &stack{url: "http://" + ln.Addr().String(), queue: s.Queue}
+	return &stack{url: servertest.Serve(t, s), queue: s.Queue}
 }
 
 func (s *stack) deliver(t *testing.T, host string, h http.Header, body []byte) int {
