@@ -16,7 +16,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/internal/hostretry"
-	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
+	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 )
 
 // MaxCommentLength is GitHub's limit on a comment body. The comment renderer splits
@@ -88,7 +88,7 @@ type Client struct {
 
 	mu    sync.Mutex
 	insts map[int64]*installation
-	prMu  hosttext.Locks
+	prMu  keylock.Locks
 }
 
 // installation is the cached client of one installation: its token transport

@@ -15,7 +15,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/internal/hostretry"
-	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
+	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 )
 
 // MaxCommentLength is GitLab's limit on a note body. The comment renderer splits its
@@ -70,7 +70,7 @@ type Client struct {
 
 	mu   sync.Mutex
 	self int64 // the token's user ID, learned once
-	prMu hosttext.Locks
+	prMu keylock.Locks
 }
 
 // New checks opts and builds a Client. It does not call GitLab.

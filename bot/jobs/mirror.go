@@ -14,8 +14,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
+
+	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 )
 
 // Mirror keeps one bare git repository per host repository under Dir and fetches
@@ -25,13 +26,12 @@ import (
 // never a URL, a file on disk, a log line or an error.
 type Mirror struct {
 	dir string
-	mu  sync.Mutex
-	per map[string]*sync.Mutex
+	per keylock.Locks
 }
 
 // NewMirror returns a Mirror rooted at dir (created on first use).
 func NewMirror(dir string) *Mirror {
-	return &Mirror{dir: dir, per: map[string]*sync.Mutex{}}
+	return &Mirror{dir: dir}
 }
 
 // FetchRequest says what to fetch into which mirror.
@@ -115,13 +115,7 @@ func (m *Mirror) Fetch(ctx context.Context, req FetchRequest) (string, error) {
 
 // lock takes the in-process and the cross-process lock of one mirror.
 func (m *Mirror) lock(repoDir string) (func(), error) {
-	m.mu.Lock()
-	mu, ok := m.per[repoDir]
-	if !ok {
-		mu = &sync.Mutex{}
-		m.per[repoDir] = mu
-	}
-	m.mu.Unlock()
+	mu := m.per.For(repoDir)
 	mu.Lock()
 	if err := os.MkdirAll(filepath.Dir(repoDir), 0o750); err != nil {
 		mu.Unlock()

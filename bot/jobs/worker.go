@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
 
 	"github.com/driftpreview/driftpreview/bot"
+	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
@@ -111,8 +111,7 @@ type Worker struct {
 	obs     Observer
 	opts    Options
 
-	mu     sync.Mutex
-	postMu map[string]*sync.Mutex
+	postMu keylock.Locks
 }
 
 // NewWorker builds a Worker. hosts is keyed by bot.PR.Host; obs may be nil.
@@ -133,7 +132,7 @@ func NewWorker(hosts map[string]Host, p Previewer, m *Mirror, heads Heads, obs O
 	if opts.Now == nil {
 		opts.Now = def.Now
 	}
-	return &Worker{hosts: hosts, preview: p, mirror: m, heads: heads, obs: obs, opts: opts, postMu: map[string]*sync.Mutex{}}
+	return &Worker{hosts: hosts, preview: p, mirror: m, heads: heads, obs: obs, opts: opts}
 }
 
 // Work runs one attempt. A returned error makes River retry with backoff; on the
@@ -382,13 +381,7 @@ func (j *run) finish(ctx context.Context, state bot.State, title, summary string
 }
 
 func (w *Worker) lockPR(key string) func() {
-	w.mu.Lock()
-	mu, ok := w.postMu[key]
-	if !ok {
-		mu = &sync.Mutex{}
-		w.postMu[key] = mu
-	}
-	w.mu.Unlock()
+	mu := w.postMu.For(key)
 	mu.Lock()
 	return mu.Unlock
 }

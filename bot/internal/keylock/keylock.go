@@ -1,11 +1,11 @@
-package hosttext
+package keylock
 
 import "sync"
 
-// Locks hands out one mutex per key (a pull or merge request), so an adapter runs
-// its comment upserts for one request one at a time inside this process and two
-// jobs finishing together cannot both create the sticky comment. The zero value is
-// ready to use; it is safe for concurrent use.
+// Locks hands out one mutex per key (a pull request, a mirror directory), so work
+// on one key runs one at a time inside this process: two jobs finishing together
+// cannot both create the sticky comment. The zero value is ready to use; it is
+// safe for concurrent use.
 type Locks struct {
 	mu sync.Mutex
 	m  map[string]*sync.Mutex
