@@ -357,37 +357,25 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request, repo, num 
 			all = append(all, commentJSON{ID: c.ID, Body: c.Body, User: user{Login: c.User, Type: c.UserType}})
 		}
 	}
-	page, _, lo, hi := hostfake.Page(r.URL.Query(), 30, len(all))
-	if hi < len(all) {
+	out, page, _, more := hostfake.Page(r.URL.Query(), 30, all)
+	if more {
 		q := r.URL.Query()
 		q.Set("page", strconv.Itoa(page+1))
 		w.Header().Set("Link", fmt.Sprintf(`<%s%s?%s>; rel="next"`, s.srv.URL, r.URL.Path, q.Encode()))
 	}
-	out := all[lo:hi]
-	if out == nil {
-		out = []commentJSON{}
-	}
 	s.rec.JSON(w, http.StatusOK, out)
 }
 
-type commentBody struct {
-	Body *string `json:"body"`
-}
-
 func (s *Server) commentBody(w http.ResponseWriter, r *http.Request, body []byte) (string, bool) {
-	var in commentBody
-	if !s.rec.Strict(w, r, body, &in) {
+	text, ok := s.rec.Text(w, r, body)
+	if !ok {
 		return "", false
 	}
-	if in.Body == nil || *in.Body == "" {
-		s.rec.Bad(w, r, "body is missing")
-		return "", false
-	}
-	if n := utf8.RuneCountInString(*in.Body); n > 65536 {
+	if n := utf8.RuneCountInString(text); n > 65536 {
 		s.rec.Bad(w, r, "Body is too long (maximum is 65536 characters), got %d", n)
 		return "", false
 	}
-	return *in.Body, true
+	return text, true
 }
 
 func (s *Server) createComment(w http.ResponseWriter, r *http.Request, repo, num string, body []byte) {

@@ -299,38 +299,26 @@ func (s *Server) listNotes(w http.ResponseWriter, r *http.Request, project int64
 	if q.Get("sort") == "desc" || q.Get("sort") == "" {
 		slices.Reverse(all) // GitLab's default order is newest first
 	}
-	page, per, lo, hi := hostfake.Page(q, 20, len(all))
+	out, page, per, more := hostfake.Page(q, 20, all)
 	w.Header().Set("X-Page", strconv.Itoa(page))
 	w.Header().Set("X-Per-Page", strconv.Itoa(per))
 	w.Header().Set("X-Total", strconv.Itoa(len(all)))
-	if hi < len(all) {
+	if more {
 		w.Header().Set("X-Next-Page", strconv.Itoa(page+1))
-	}
-	out := all[lo:hi]
-	if out == nil {
-		out = []noteJSON{}
 	}
 	s.rec.JSON(w, http.StatusOK, out)
 }
 
-type noteBody struct {
-	Body *string `json:"body"`
-}
-
 func (s *Server) noteBody(w http.ResponseWriter, r *http.Request, body []byte) (string, bool) {
-	var in noteBody
-	if !s.rec.Strict(w, r, body, &in) {
+	text, ok := s.rec.Text(w, r, body)
+	if !ok {
 		return "", false
 	}
-	if in.Body == nil || *in.Body == "" {
-		s.rec.Bad(w, r, "body is missing")
-		return "", false
-	}
-	if utf8.RuneCountInString(*in.Body) > 1_000_000 {
+	if utf8.RuneCountInString(text) > 1_000_000 {
 		s.rec.Bad(w, r, "Note is too long (maximum is 1000000 characters)")
 		return "", false
 	}
-	return *in.Body, true
+	return text, true
 }
 
 func (s *Server) createNote(w http.ResponseWriter, r *http.Request, project int64, iid string, body []byte) {

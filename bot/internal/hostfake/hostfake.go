@@ -142,6 +142,22 @@ func (f *Recorder) Strict(w http.ResponseWriter, r *http.Request, body []byte, v
 	return true
 }
 
+// Text decodes the {"body": "…"} request both hosts take for a comment or note,
+// answering Bad when the request has another shape or no body.
+func (f *Recorder) Text(w http.ResponseWriter, r *http.Request, body []byte) (string, bool) {
+	var in struct {
+		Body *string `json:"body"`
+	}
+	if !f.Strict(w, r, body, &in) {
+		return "", false
+	}
+	if in.Body == nil || *in.Body == "" {
+		f.Bad(w, r, "body is missing")
+		return "", false
+	}
+	return *in.Body, true
+}
+
 // Match says whether the path segments seg fit pattern, where "*" fits any segment.
 func Match(seg []string, pattern ...string) bool {
 	if len(seg) != len(pattern) {
@@ -155,10 +171,11 @@ func Match(seg []string, pattern ...string) bool {
 	return true
 }
 
-// Page reads the page and per_page query parameters as both hosts do (defaulting
-// to page 1 and perDefault items) and returns them with the bounds [lo, hi) of that
-// page in a list of n items.
-func Page(q url.Values, perDefault, n int) (page, per, lo, hi int) {
+// Page cuts the page of all that the page and per_page query parameters ask for,
+// as both hosts do (defaulting to page 1 and perDefault items). It returns the page
+// (empty, never nil, past the end, so it encodes as []), the page number and size
+// in use, and whether more pages follow.
+func Page[T any](q url.Values, perDefault int, all []T) (items []T, page, per int, more bool) {
 	per, _ = strconv.Atoi(q.Get("per_page"))
 	if per <= 0 {
 		per = perDefault
@@ -167,7 +184,12 @@ func Page(q url.Values, perDefault, n int) (page, per, lo, hi int) {
 	if page <= 0 {
 		page = 1
 	}
-	return page, per, min((page-1)*per, n), min(page*per, n)
+	lo, hi := min((page-1)*per, len(all)), min(page*per, len(all))
+	items = all[lo:hi]
+	if items == nil {
+		items = []T{}
+	}
+	return items, page, per, hi < len(all)
 }
 
 // Sleeps records the waits a retry transport asks for, instead of sleeping, so

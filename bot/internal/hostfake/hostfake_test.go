@@ -80,20 +80,61 @@ func TestMatchAndPage(t *testing.T) {
 		hostfake.Match([]string{"pulls", "7", "comments"}, "issues", "*", "comments") {
 		t.Error("Match disagrees with its pattern")
 	}
+	all := make([]int, 45)
+	for i := range all {
+		all[i] = i
+	}
+	type page struct {
+		First, Len, Page, Per int
+		More                  bool
+	}
 	tests := []struct {
-		query             string
-		page, per, lo, hi int
+		query string
+		want  page
 	}{
-		{"", 1, 30, 0, 30},
-		{"per_page=100", 1, 100, 0, 45},
-		{"page=2&per_page=20", 2, 20, 20, 40},
-		{"page=9", 9, 30, 45, 45},
+		{"", page{0, 30, 1, 30, true}},
+		{"per_page=100", page{0, 45, 1, 100, false}},
+		{"page=2&per_page=20", page{20, 20, 2, 20, true}},
+		{"page=9", page{-1, 0, 9, 30, false}},
 	}
 	for _, tt := range tests {
 		q, _ := url.ParseQuery(tt.query)
-		page, per, lo, hi := hostfake.Page(q, 30, 45)
-		if diff := cmp.Diff([]int{tt.page, tt.per, tt.lo, tt.hi}, []int{page, per, lo, hi}); diff != "" {
-			t.Errorf("Page(%q) page, per, lo, hi (-want +got):\n%s", tt.query, diff)
+		items, n, per, more := hostfake.Page(q, 30, all)
+		if items == nil {
+			t.Errorf("Page(%q) items = nil, want a slice that encodes as []", tt.query)
+		}
+		got := page{First: -1, Len: len(items), Page: n, Per: per, More: more}
+		if len(items) > 0 {
+			got.First = items[0]
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Page(%q) (-want +got):\n%s", tt.query, diff)
+		}
+	}
+}
+
+func TestText(t *testing.T) {
+	tests := []struct {
+		body     string
+		want     string
+		ok       bool
+		reported int
+	}{
+		{`{"body":"hello"}`, "hello", true, 0},
+		{`{"body":""}`, "", false, 1},
+		{`{}`, "", false, 1},
+		{`{"body":"x","title":"y"}`, "", false, 1},
+	}
+	for _, tt := range tests {
+		rep := &errs{TB: t}
+		f := hostfake.New(rep, hostfake.Options{Name: "fake", ContentType: "application/json", BadStatus: 400})
+		w := httptest.NewRecorder()
+		got, ok := f.Text(w, httptest.NewRequest(http.MethodPost, "/n", nil), []byte(tt.body))
+		if got != tt.want || ok != tt.ok || len(rep.got) != tt.reported {
+			t.Errorf("Text(%s) = %q, %v with %d reports; want %q, %v with %d", tt.body, got, ok, len(rep.got), tt.want, tt.ok, tt.reported)
+		}
+		if !tt.ok && w.Code != 400 {
+			t.Errorf("Text(%s) answered %d, want 400", tt.body, w.Code)
 		}
 	}
 }
