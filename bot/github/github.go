@@ -131,20 +131,11 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("configuring github: web URL %q: %w", opts.WebURL, err)
 	}
 	c := &Client{
-		opts:    opts,
-		apiURL:  api,
-		base:    http.DefaultTransport,
-		timeout: 30 * time.Second,
-		insts:   map[int64]*installation{},
+		opts:   opts,
+		apiURL: api,
+		insts:  map[int64]*installation{},
 	}
-	if opts.HTTPClient != nil {
-		if opts.HTTPClient.Transport != nil {
-			c.base = opts.HTTPClient.Transport
-		}
-		if opts.HTTPClient.Timeout > 0 {
-			c.timeout = opts.HTTPClient.Timeout
-		}
-	}
+	c.base, c.timeout = hostretry.ClientBase(opts.HTTPClient)
 	// Retries sit under ghinstallation so token requests are retried as well.
 	atr, err := ghinstallation.NewAppsTransport(hostretry.New(c.base, opts.Retry), opts.AppID, opts.PrivateKey)
 	if err != nil {

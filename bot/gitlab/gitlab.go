@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
@@ -93,15 +92,7 @@ func New(opts Options) (*Client, error) {
 	if err != nil || u.Scheme == "" || (u.Host == "" && u.Scheme != "file") {
 		return nil, fmt.Errorf("configuring gitlab: URL %q is not an absolute URL", opts.URL)
 	}
-	base, timeout := http.RoundTripper(http.DefaultTransport), 30*time.Second
-	if opts.HTTPClient != nil {
-		if opts.HTTPClient.Transport != nil {
-			base = opts.HTTPClient.Transport
-		}
-		if opts.HTTPClient.Timeout > 0 {
-			timeout = opts.HTTPClient.Timeout
-		}
-	}
+	base, timeout := hostretry.ClientBase(opts.HTTPClient)
 	c := &Client{opts: opts}
 	hc := &http.Client{Transport: hostretry.SerialWrites(hostretry.New(base, opts.Retry), &c.writeMu), Timeout: timeout}
 	// The library's own retries are off: hostretry does them, honouring

@@ -275,6 +275,23 @@ func idempotent(method string) bool {
 	return false
 }
 
+// ClientBase returns the base transport and timeout an adapter's
+// Options.HTTPClient supplies: http.DefaultTransport and a 30 s timeout where hc is
+// nil or leaves them unset. The adapters put their retries and write lock above
+// that base.
+func ClientBase(hc *http.Client) (http.RoundTripper, time.Duration) {
+	base, timeout := http.RoundTripper(http.DefaultTransport), 30*time.Second
+	if hc != nil {
+		if hc.Transport != nil {
+			base = hc.Transport
+		}
+		if hc.Timeout > 0 {
+			timeout = hc.Timeout
+		}
+	}
+	return base, timeout
+}
+
 // SerialWrites wraps next so that writes (POST, PATCH, PUT, DELETE) through it run one
 // at a time, holding mu for the whole request including retries. GitHub asks
 // integrations to avoid concurrent writes to stay clear of secondary rate limits;

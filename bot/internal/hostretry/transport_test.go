@@ -224,3 +224,23 @@ func TestSerialWrites(t *testing.T) {
 		t.Errorf("max concurrent writes = %d, want 1", maxSeen)
 	}
 }
+
+func TestClientBase(t *testing.T) {
+	custom := &http.Transport{}
+	tests := []struct {
+		name        string
+		hc          *http.Client
+		wantBase    http.RoundTripper
+		wantTimeout time.Duration
+	}{
+		{"nil client", nil, http.DefaultTransport, 30 * time.Second},
+		{"empty client", &http.Client{}, http.DefaultTransport, 30 * time.Second},
+		{"transport and timeout", &http.Client{Transport: custom, Timeout: 5 * time.Second}, custom, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		base, timeout := hostretry.ClientBase(tt.hc)
+		if base != tt.wantBase || timeout != tt.wantTimeout {
+			t.Errorf("%s: ClientBase = %T, %v; want %T, %v", tt.name, base, timeout, tt.wantBase, tt.wantTimeout)
+		}
+	}
+}
