@@ -93,6 +93,7 @@ func Diff(in Input, opts Options) TargetReport {
 	}
 	d.checkImmutable()
 	d.dropCoveredStatefulChanges()
+	d.failedSyncsChangeNothing()
 	d.checkRemoved()
 	d.finishTarget()
 	return d.tr
@@ -158,6 +159,21 @@ func (d *differ) who() string {
 		return "the GitOps controller"
 	}
 	return d.opts.Manager
+}
+
+// failedSyncsChangeNothing clears the live diff of objects whose update the API
+// refuses (an immutable-field error without Replace): the sync fails, so the merge
+// leaves the live object as it is, and a predicted diff would show a state the
+// cluster never reaches.
+func (d *differ) failedSyncsChangeNothing() {
+	for _, f := range d.found {
+		if f.Rule != RuleImmutableField || f.Severity != SeverityError {
+			continue
+		}
+		if c := d.changes[f.Key]; c != nil && c.LiveAction == ActionModified {
+			c.LiveAction, c.LiveDiff, c.RevertsDrift = ActionUnchanged, "", false
+		}
+	}
 }
 
 // dropCoveredStatefulChanges removes a stateful-change finding whose only changed

@@ -90,6 +90,21 @@ func TestDiffImmutableAndStateful(t *testing.T) {
 			want: []string{"error immutable-field Deployment/shop/web /spec/selector"},
 		},
 		{
+			name: "a refused update leaves the live object as it is",
+			in: func(t *testing.T) Input {
+				head := strings.ReplaceAll(webBase, "{app: web}", "{app: web, tier: front}")
+				ls := liveState(t, webLive)
+				predict(t, ls, strings.ReplaceAll(webLive, "{app: web}", "{app: web, tier: front}"))
+				return Input{Base: set(t, webBase), Head: set(t, head), Live: ls}
+			},
+			want: []string{"error immutable-field Deployment/shop/web /spec/selector"},
+			check: func(t *testing.T, got TargetReport) {
+				if c := got.Changes[0]; c.LiveAction != ActionUnchanged || c.LiveDiff != "" {
+					t.Errorf("the sync fails, so nothing changes live; got %s with diff:\n%s", c.LiveAction, c.LiveDiff)
+				}
+			},
+		},
+		{
 			name: "immutable PVC fields and shrink",
 			in: func(t *testing.T) Input {
 				base := strings.Replace(pvcCache, "accessModes", "storageClassName: standard\n  accessModes", 1)

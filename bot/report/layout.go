@@ -229,7 +229,16 @@ func (l *layout) newSection(i int) *section {
 	}
 	if t.LiveChecked && t.Error == "" {
 		s.liveHead = "**The merge does to the live cluster** (head → live, " + liveHow(t) + ")\n\n"
-		if len(s.live) == 0 {
+		refused := refusedObjects(t)
+		switch {
+		case len(refused) > 0:
+			stay := "it stays as it is"
+			if len(refused) > 1 {
+				stay = "they stay as they are"
+			}
+			s.liveNone = "The API refuses the update of " + strings.Join(refused, ", ") +
+				", so the sync fails and " + stay + " live (see the findings).\n\n"
+		case len(s.live) == 0:
 			s.liveNone = "No difference between head and the live objects.\n\n"
 			if len(s.pr) == 0 {
 				s.liveHead, s.liveNone = "", ""
@@ -385,6 +394,20 @@ func (l *layout) preamble(t *diffing.TargetReport) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// refusedObjects names the objects whose update the API refuses (an immutable field
+// without Replace, an admission rejection): the merge leaves them unchanged live.
+func refusedObjects(t *diffing.TargetReport) []string {
+	var out []string
+	for _, f := range t.Findings {
+		if (f.Rule == diffing.RuleImmutableField || f.Rule == diffing.RuleApplyError) && f.Severity == diffing.SeverityError {
+			if name := f.Key.Kind + " " + codeSpan(objectName(f.Key)); !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // noLiveReason says why a target was not compared with the live cluster.
