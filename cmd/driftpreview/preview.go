@@ -28,8 +28,10 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		format     = fl.String("format", "markdown", "markdown or json")
 		maxChars   = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
 		targets    stringList
+		repoURLs   stringList
 	)
 	fl.Var(&targets, "target", "only this target (repeatable)")
+	fl.Var(&repoURLs, "repo-url", "a URL of this repository, so Argo CD and Flux objects pointing at it are found (repeatable; the origin remote is always used)")
 	if err := fl.Parse(args); err != nil {
 		return exitError
 	}
@@ -48,7 +50,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageErr(fmt.Sprintf("--live-mode must be simulate, dry-run or off, not %q", *liveMode))
 	}
 
-	req := preview.Request{RepoDir: *repoDir, Base: *base, Head: *head, ConfigFile: *cfgFile, Targets: targets}
+	req := preview.Request{RepoDir: *repoDir, Base: *base, Head: *head, ConfigFile: *cfgFile, Targets: targets, RepoURLs: repoURLs}
 	if *kubeconfig == "" {
 		*kubeconfig = os.Getenv("KUBECONFIG")
 	}
