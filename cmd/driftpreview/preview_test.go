@@ -162,3 +162,28 @@ func TestRunPreviewLeavesWorkTreeAlone(t *testing.T) {
 		t.Errorf("uncommitted file changed: %q %v", b, err)
 	}
 }
+
+// TestRunPreviewRepoURL: --repo-url tells discovery which Argo CD sources are this
+// repository when the checkout has no origin remote.
+func TestRunPreviewRepoURL(t *testing.T) {
+	repo := gitfixture.BaseHead(t, "../../fixtures/repos/argocd", "../../fixtures/repos/argocd")
+	for _, tt := range []struct {
+		args     []string
+		wantNote bool
+	}{
+		{nil, true},
+		{[]string{"--repo-url", "https://github.com/example/gitops-argocd"}, false},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"preview", "--repo", repo, "--base", "base", "--head", "head", "--format", "json"}, tt.args...)
+		if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, stderr.String())
+		}
+		if got := strings.Contains(stdout.String(), "no repository URL is known"); got != tt.wantNote {
+			t.Errorf("%v: note about the unknown repository URL present = %v, want %v", tt.args, got, tt.wantNote)
+		}
+		if !strings.Contains(stdout.String(), `"name": "shop"`) {
+			t.Errorf("%v: the shop Application was not discovered:\n%.3000s", tt.args, stdout.String())
+		}
+	}
+}
