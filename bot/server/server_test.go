@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -35,15 +36,31 @@ func startServer(t *testing.T, host *fakeHost, p *fakePreviewer, mod func(*serve
 
 func (r *running) post(t *testing.T, ev bot.Event) int {
 	t.Helper()
-	body, _ := json.Marshal(ev)
-	req, _ := http.NewRequest(http.MethodPost, r.url+"/webhooks/github", bytes.NewReader(body))
-	req.Header.Set("X-Fake-Token", "good")
-	resp, err := http.DefaultClient.Do(req)
+	code, err := r.deliver(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return code
+}
+
+// deliver posts ev as an authenticated GitHub webhook and returns the status code;
+// unlike post it is safe to call from any goroutine.
+func (r *running) deliver(ev bot.Event) (int, error) {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequest(http.MethodPost, r.url+"/webhooks/github", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-Fake-Token", "good")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("delivering %s to %s: %w", ev.DeliveryID, r.url, err)
+	}
 	resp.Body.Close()
-	return resp.StatusCode
+	return resp.StatusCode, nil
 }
 
 // eventually polls cond for up to 30 s.
