@@ -74,6 +74,9 @@ type Options struct {
 	// Clusters and DefaultCluster are passed to every preview.
 	Clusters       map[string]preview.Cluster
 	DefaultCluster *preview.Cluster
+	// ArgoCDCluster is where Argo CD's Applications live (hub and spoke); nil
+	// means in each in-cluster destination.
+	ArgoCDCluster *preview.Cluster
 	// MaxChars is each host's comment size limit, by bot.PR.Host.
 	MaxChars map[string]int
 	// Report is the base of the comment options; MaxChars is set per host.
@@ -296,7 +299,7 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 	}
 	rep, err := j.w.preview.Preview(ctx, preview.Request{
 		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, RepoURLs: repoURLs(cloneURL, j.pr.URL),
-		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster,
+		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster, ArgoCDCluster: j.w.opts.ArgoCDCluster,
 		Now: j.w.opts.Now(),
 	})
 	if err != nil {

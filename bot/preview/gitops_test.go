@@ -392,6 +392,45 @@ func TestGitOpsScenarios(t *testing.T) {
 			t.Errorf("gitopsCases lists %s, which has no folder", c.name)
 		}
 	}
+	t.Run("argocd-hub-and-spoke", testHubAndSpoke)
+}
+
+// testHubAndSpoke: an Application that deploys to another cluster lives where Argo
+// CD runs. Unless that cluster is configured, its live state is not read (a note,
+// never a false controller-missing); once it is, the Application is read there.
+func testHubAndSpoke(t *testing.T) {
+	dir := "../../fixtures/gitops-scenarios/05-sync-disabled"
+	toSpoke := [2]string{"server: https://kubernetes.default.svc", "name: spoke"}
+	src := copyTree(t, dir, map[string][2]string{
+		"base/argocd/g05-missing.yaml": toSpoke, "head/argocd/g05-missing.yaml": toSpoke,
+	})
+	repo := gitRepo(t, filepath.Join(src, "base"), filepath.Join(src, "head"))
+	gitopsNamespaces(t, dir)
+	for _, s := range gitopsSteps(t, dir) {
+		seedGitOps(t, dir, s)
+	}
+	test := Cluster{Name: "test", Config: cluster.Config(), LiveMode: "simulate"}
+	spoke := Cluster{Name: "spoke", Config: cluster.Config(), LiveMode: "simulate"}
+	run := func(argo *Cluster) *diffing.Report {
+		rep, err := Run(t.Context(), Request{
+			RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL},
+			DefaultCluster: &test, Clusters: map[string]Cluster{"spoke": spoke}, ArgoCDCluster: argo,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+
+	rep := run(nil)
+	assertFindings(t, rep, nil, []string{"controller-missing"}, false)
+	tr := targetNamed(t, rep, "g05-missing")
+	if tr.Cluster != "spoke" || !slices.ContainsFunc(tr.Notes, func(n string) bool { return strings.Contains(n, "the cluster Argo CD runs in is not configured") }) {
+		t.Errorf("a spoke Application without a configured Argo CD cluster must say it was not read; cluster %q, notes %q", tr.Cluster, tr.Notes)
+	}
+
+	rep = run(&test)
+	assertFindings(t, rep, []string{"controller-missing Application/argocd/g05-missing"}, nil, false)
 }
 
 // runGitOps seeds the cluster from dir's live/steps.yaml, runs the preview with no

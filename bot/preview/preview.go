@@ -47,6 +47,10 @@ type Request struct {
 	// there is exactly one way to reach a cluster (the CLI's --kubeconfig).
 	Clusters       map[string]Cluster
 	DefaultCluster *Cluster
+	// ArgoCDCluster is the cluster Argo CD runs in, where Applications are read
+	// (hub and spoke). When nil, an Application is read from its destination only
+	// when that is the in-cluster one; otherwise a note says it was not read.
+	ArgoCDCluster *Cluster
 	// Targets limits the run to these target names; empty means all.
 	Targets []string
 	// RepoURLs name this repository, so GitOps objects pointing at it are found;
@@ -196,14 +200,15 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 
 	cl, liveNote := p.cluster(t)
 	var ctrlFindings []diffing.Finding
+	var ctrlNote string
 	if cl != nil && in.HeadErr == nil {
-		in.Live, ctrlFindings = p.live(ctx, cl, t, in, opts)
+		in.Live, ctrlFindings, ctrlNote = p.live(ctx, cl, t, in, opts)
 	}
 	tr := diffing.Diff(in, opts)
 	tr.Controller = t.Controller
 	tr.Findings = append(tr.Findings, t.Findings...)
 	tr.Findings = append(tr.Findings, ctrlFindings...)
-	for _, n := range []string{baseNote, headNote, liveNote} {
+	for _, n := range []string{baseNote, headNote, liveNote, ctrlNote} {
 		if n != "" {
 			tr.Notes = append(tr.Notes, n)
 		}
@@ -215,13 +220,13 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 // live reads the target's live state: its GitOps controller object first (the exact
 // prune scope and the live sync policy), then the objects. Any read that fails makes
 // the whole live side unavailable rather than partial.
-func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in diffing.Input, opts diffing.Options) (*diffing.LiveState, []diffing.Finding) {
+func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in diffing.Input, opts diffing.Options) (*diffing.LiveState, []diffing.Finding, string) {
 	unavailable := func(err error) *diffing.LiveState {
 		return &diffing.LiveState{Mode: cl.LiveMode, Cluster: cl.Name, Err: err}
 	}
 	reader, err := p.reader(cl)
 	if err != nil {
-		return unavailable(err), nil
+		return unavailable(err), nil, ""
 	}
 	lo := live.DefaultOptions()
 	lo.Mode = cl.LiveMode
@@ -230,16 +235,44 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in di
 	lo.Namespace = t.Namespace
 	lo.Tracking = tracking(t)
 	var findings []diffing.Finding
+	var note string
 	if t.Controller != nil && t.Controller.Kind != "config" {
-		st, err := controller.Read(ctx, cl.Config, *t.Controller)
-		if err != nil {
-			return unavailable(fmt.Errorf("reading %s %s on cluster %s: %w", t.Controller.Kind, t.Controller.Name, cl.Name, err)), nil
+		ctrlCluster, why := p.controllerCluster(t, cl)
+		if ctrlCluster == nil {
+			note = why
+		} else {
+			st, err := controller.Read(ctx, ctrlCluster.Config, *t.Controller)
+			if err != nil {
+				return unavailable(fmt.Errorf("reading %s %s on cluster %s: %w", t.Controller.Kind, t.Controller.Name, ctrlCluster.Name, err)), nil, ""
+			}
+			st.Cluster = ctrlCluster.Name
+			findings = controller.Findings(*t.Controller, st)
+			lo.Inventory = st.Inventory
 		}
-		st.Cluster = cl.Name
-		findings = controller.Findings(*t.Controller, st)
-		lo.Inventory = st.Inventory
 	}
-	return reader.Read(ctx, in.Base, in.Head, lo), findings
+	return reader.Read(ctx, in.Base, in.Head, lo), findings, note
+}
+
+// controllerCluster is where the target's GitOps controller object lives. Flux
+// objects live in the cluster they apply to. Argo CD Applications live where Argo
+// CD runs: the configured ArgoCDCluster, or the destination when that is Argo CD's
+// own (in-cluster) one. Otherwise nil and a note, rather than a false
+// controller-missing finding.
+func (p *pipeline) controllerCluster(t config.Target, cl *Cluster) (*Cluster, string) {
+	switch t.Controller.Kind {
+	case "Application", "ApplicationSet":
+	default:
+		return cl, ""
+	}
+	if a := p.req.ArgoCDCluster; a != nil && a.Config != nil {
+		c := *a
+		return &c, ""
+	}
+	if t.Cluster == "" || t.Cluster == "in-cluster" {
+		return cl, ""
+	}
+	return nil, fmt.Sprintf("The live %s %s was not read: it deploys to cluster %q, and the cluster Argo CD runs in is not configured (argocdCluster in the server config, --argocd-context on the CLI).",
+		t.Controller.Kind, t.Controller.Name, t.Cluster)
 }
 
 // cluster finds how to reach the target's cluster; nil with a note when there is no

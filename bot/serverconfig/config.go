@@ -34,7 +34,10 @@ type Config struct {
 	// DefaultCluster is the cluster of targets that name none; empty means such
 	// targets get no live comparison.
 	DefaultCluster string `yaml:"defaultCluster"`
-	Queue          Queue  `yaml:"queue"`
+	// ArgoCDCluster is the cluster Argo CD itself runs in (hub and spoke), where
+	// Applications are read; empty means Argo CD runs in each in-cluster destination.
+	ArgoCDCluster string `yaml:"argocdCluster"`
+	Queue         Queue  `yaml:"queue"`
 	// Repos is an allowlist of path.Match globs over owner/name ("acme/*"); empty
 	// allows every repository that can deliver a signed webhook.
 	Repos []string `yaml:"repos"`
@@ -281,9 +284,9 @@ func (c *Config) finish(v *validator) error {
 		}
 		c.Clusters[name] = cl
 	}
-	if c.DefaultCluster != "" {
-		if _, ok := c.Clusters[c.DefaultCluster]; !ok {
-			v.add([]string{"defaultCluster"}, "cluster %q is not defined under clusters", c.DefaultCluster)
+	for _, ref := range [][2]string{{"defaultCluster", c.DefaultCluster}, {"argocdCluster", c.ArgoCDCluster}} {
+		if _, ok := c.Clusters[ref[1]]; ref[1] != "" && !ok {
+			v.add([]string{ref[0]}, "cluster %q is not defined under clusters", ref[1])
 		}
 	}
 	q := &c.Queue

@@ -224,13 +224,14 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "bad values after env",
 			yaml: fullConfig + "logLevel: loud\n",
-			env:  []string{"DRIFTPREVIEW_CLUSTERS_PROD_LIVEMODE=apply", "DRIFTPREVIEW_QUEUE_DRIVER=mysql", "DRIFTPREVIEW_REPOS=acme/[", "DRIFTPREVIEW_DEFAULTCLUSTER=nope", "DRIFTPREVIEW_QUEUE_RESCUESTUCKAFTER=1m"},
+			env:  []string{"DRIFTPREVIEW_CLUSTERS_PROD_LIVEMODE=apply", "DRIFTPREVIEW_QUEUE_DRIVER=mysql", "DRIFTPREVIEW_REPOS=acme/[", "DRIFTPREVIEW_DEFAULTCLUSTER=nope", "DRIFTPREVIEW_ARGOCDCLUSTER=gone", "DRIFTPREVIEW_QUEUE_RESCUESTUCKAFTER=1m"},
 			want: []string{
 				"server.yaml:10: logLevel: unknown level \"loud\"",
 				"server.yaml:4: clusters.prod.liveMode: unknown live mode \"apply\"",
 				"server.yaml:6: queue.driver: unknown driver \"mysql\"",
 				"repos: entry 1 \"acme/[\" is not a valid glob",
 				"defaultCluster: cluster \"nope\" is not defined",
+				"argocdCluster: cluster \"gone\" is not defined",
 				"queue.rescueStuckAfter: must be longer than queue.jobTimeout",
 			},
 		},

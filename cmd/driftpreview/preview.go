@@ -29,6 +29,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		maxChars   = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
 		targets    stringList
 		repoURLs   stringList
+		argoCtx    = fl.String("argocd-context", "", "kubeconfig context of the cluster Argo CD runs in, where Applications are read (hub and spoke)")
 	)
 	fl.Var(&targets, "target", "only this target (repeatable)")
 	fl.Var(&repoURLs, "repo-url", "a URL of this repository, so Argo CD and Flux objects pointing at it are found (repeatable; the origin remote is always used)")
@@ -55,22 +56,16 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		*kubeconfig = os.Getenv("KUBECONFIG")
 	}
 	if *kubeconfig != "" && *liveMode != "off" {
-		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: *kubeconfig}
-		if strings.Contains(*kubeconfig, string(os.PathListSeparator)) {
-			rules = &clientcmd.ClientConfigLoadingRules{Precedence: strings.Split(*kubeconfig, string(os.PathListSeparator))}
-		}
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: *kubeCtx})
-		rc, err := cc.ClientConfig()
+		cl, err := kubeCluster(*kubeconfig, *kubeCtx, *liveMode)
 		if err != nil {
-			return usageErr(fmt.Sprintf("loading kubeconfig %s: %v", *kubeconfig, err))
+			return usageErr(err.Error())
 		}
-		name := *kubeCtx
-		if name == "" {
-			if raw, err := cc.RawConfig(); err == nil {
-				name = raw.CurrentContext
+		req.DefaultCluster = cl
+		if *argoCtx != "" {
+			if req.ArgoCDCluster, err = kubeCluster(*kubeconfig, *argoCtx, *liveMode); err != nil {
+				return usageErr(err.Error())
 			}
 		}
-		req.DefaultCluster = &preview.Cluster{Name: name, Config: rc, LiveMode: *liveMode}
 	}
 
 	rep, err := preview.Run(ctx, req)
@@ -95,4 +90,24 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitFailing
 	}
 	return exitOK
+}
+
+// kubeCluster loads one context of a kubeconfig (a path or a list like $KUBECONFIG).
+func kubeCluster(kubeconfig, context, liveMode string) (*preview.Cluster, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}
+	if strings.Contains(kubeconfig, string(os.PathListSeparator)) {
+		rules = &clientcmd.ClientConfigLoadingRules{Precedence: strings.Split(kubeconfig, string(os.PathListSeparator))}
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	name := context
+	if name == "" {
+		if raw, err := cc.RawConfig(); err == nil {
+			name = raw.CurrentContext
+		}
+	}
+	return &preview.Cluster{Name: name, Config: rc, LiveMode: liveMode}, nil
 }

@@ -117,6 +117,10 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		def := clusters[cfg.DefaultCluster]
 		jo.DefaultCluster = &def
 	}
+	if cfg.ArgoCDCluster != "" {
+		argo := clusters[cfg.ArgoCDCluster]
+		jo.ArgoCDCluster = &argo
+	}
 	served := slices.Sorted(func(yield func(string) bool) {
 		for k := range hosts {
 			if !yield(k) {
