@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -267,6 +268,11 @@ func (d *differ) finishTarget() {
 			continue
 		}
 		d.tr.Findings = append(d.tr.Findings, f)
+		if f.Rule == RuleLiveDrift {
+			if c := d.changes[f.Key]; c != nil {
+				c.LiveDiff = annotateDrift(c.LiveDiff, f)
+			}
+		}
 	}
 	SortFindings(d.tr.Findings)
 	keys := slices.Collect(maps.Keys(d.changes))
@@ -287,6 +293,37 @@ func (d *differ) finishTarget() {
 		d.tr.Summary.IgnoredLines += c.IgnoredLines
 	}
 	d.tr.Worst = worst(d.tr.Findings)
+}
+
+// annotateDrift marks the removed line of a live diff that holds a hand edit with
+// who made it and when ("-  LOG_LEVEL: debug   # kubectl-edit, 2026-11-02 03:14
+// UTC"), so the reader of the diff sees what the merge reverts. It matches the
+// field's key on a removed line and leaves the diff as it is when it cannot.
+func annotateDrift(diff string, f Finding) string {
+	segs := splitPointer(f.Path)
+	if diff == "" || f.Manager == "" || len(segs) == 0 {
+		return diff
+	}
+	leaf := segs[len(segs)-1]
+	if _, err := strconv.Atoi(leaf); err == nil {
+		return diff // a list index names no line
+	}
+	note := "   # " + f.Manager
+	if f.Since != nil {
+		note += ", " + f.Since.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	lines := strings.Split(diff, "\n")
+	for i, l := range lines {
+		body, ok := strings.CutPrefix(l, "-")
+		if !ok || strings.HasPrefix(l, "---") || strings.Contains(l, "   # ") {
+			continue
+		}
+		if key, _, found := strings.Cut(strings.TrimLeft(body, " -"), ":"); found && key == leaf {
+			lines[i] = l + note
+			return strings.Join(lines, "\n")
+		}
+	}
+	return diff
 }
 
 // SortFindings orders findings the way the report lists them: errors first, then
