@@ -119,7 +119,8 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		// known, and skip the note that says it is guessed from paths.
 		urls = append(urls, origin)
 	}
-	targets, notes, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req)
+	cache := newRenderCache()
+	targets, notes, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		targets = kept
 	}
 
-	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}}
+	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}, renders: cache}
 	for _, t := range targets {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -182,6 +183,7 @@ type pipeline struct {
 	cfg              *config.Config
 	baseDir, headDir string
 	readers          map[string]*live.Reader
+	renders          *renderCache
 }
 
 // target renders, reads live state for, and diffs one target. It never fails: every
@@ -195,8 +197,8 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	}
 	in := diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}
 	var baseNote, headNote string
-	in.Base, baseNote, in.BaseErr = renderAt(ctx, p.baseDir, t)
-	in.Head, headNote, in.HeadErr = renderAt(ctx, p.headDir, t)
+	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.baseDir, t)
+	in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, t)
 
 	cl, liveNote := p.cluster(t)
 	var ctrlFindings []diffing.Finding
@@ -319,7 +321,7 @@ func (p *pipeline) reader(cl *Cluster) (*live.Reader, error) {
 
 // renderAt renders the target in one checkout. A target directory missing at one
 // side is an empty set (a new or removed target), with a note, not an error.
-func renderAt(ctx context.Context, root string, t config.Target) (set render.ObjectSet, note string, err error) {
+func (p *pipeline) renderAt(ctx context.Context, root string, t config.Target) (set render.ObjectSet, note string, err error) {
 	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(t.Path))); errors.Is(err, fs.ErrNotExist) {
 		side := "head"
 		if filepath.Base(root) == "base" {
@@ -327,7 +329,7 @@ func renderAt(ctx context.Context, root string, t config.Target) (set render.Obj
 		}
 		return render.ObjectSet{}, fmt.Sprintf("%s does not exist at %s.", t.Path, side), nil
 	}
-	set, err = render.Render(ctx, root, t.Path, t.Render)
+	set, err = p.renders.render(ctx, root, t.Path, t.Render)
 	if err == nil && len(t.Substitute) > 0 {
 		set, err = gitops.Substitute(set, t.Substitute)
 	}

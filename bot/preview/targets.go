@@ -14,7 +14,7 @@ import (
 // resolveTargets returns the configured targets, or discovers them: first from GitOps
 // controller objects (Argo CD, Flux) at base and head, else from the directories the
 // PR touches. Report-level findings (not-rendered sources) come back separately.
-func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request) ([]config.Target, []string, error) {
+func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request, cache *renderCache) ([]config.Target, []string, error) {
 	if !cfg.Discovered {
 		return cfg.Targets, nil, nil
 	}
@@ -27,7 +27,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		opts.RepoURLs = urls
 		opts.ClusterNames = clusterNames(req)
 		opts.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
-			return render.Render(ctx, root, t.Path, t.Render)
+			return cache.render(ctx, root, t.Path, t.Render)
 		}
 		res, err := gitops.Discover(ctx, dir, opts)
 		if err != nil {
