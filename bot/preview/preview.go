@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -137,11 +139,23 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	}
 
 	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}, renders: cache}
-	for _, t := range targets {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		rep.Targets = append(rep.Targets, p.target(ctx, t))
+	// Targets are independent: render and read them in parallel, one per CPU, and
+	// keep the report in target order.
+	rep.Targets = make([]diffing.TargetReport, len(targets))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rep.Targets[i] = p.target(ctx, t)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	rep.Notes = append(rep.Notes, notes...)
 	hoistExpiredIgnores(rep)
@@ -182,8 +196,9 @@ type pipeline struct {
 	req              Request
 	cfg              *config.Config
 	baseDir, headDir string
-	readers          map[string]*live.Reader
 	renders          *renderCache
+	mu               sync.Mutex // guards readers
+	readers          map[string]*live.Reader
 }
 
 // target renders, reads live state for, and diffs one target. It never fails: every
@@ -307,6 +322,8 @@ func (p *pipeline) cluster(t config.Target) (*Cluster, string) {
 }
 
 func (p *pipeline) reader(cl *Cluster) (*live.Reader, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	key := cl.Name + "\x00" + cl.Config.Host
 	if r, ok := p.readers[key]; ok {
 		return r, nil
