@@ -11,7 +11,7 @@ TESTENV      = $(eval TESTENV := $$(shell fixtures/cluster/testenv.sh))$(TESTENV
 RACE_PKGS   ?= ./bot/... ./diffing/...
 PLAIN_PKGS  ?= ./cmd/... ./render/... ./deploy/... ./fixtures/...
 
-.PHONY: build testenv test test-race lint demo clean
+.PHONY: build testenv testdeps test lint demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/driftpreview
@@ -20,8 +20,12 @@ build:
 testenv:
 	@fixtures/cluster/testenv.sh
 
+## testdeps: Debian's PostgreSQL for the shared-queue test (installed when missing)
+testdeps:
+	@fixtures/cluster/postgres.sh
+
 ## test: every test, against the real test cluster; bot and diffing under -race
-test: testenv
+test: testenv testdeps
 	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) test -count=1 -timeout 30m $(PLAIN_PKGS)
 	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 
