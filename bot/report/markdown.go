@@ -367,10 +367,14 @@ func (l *layout) footer() string {
 		" ↔ head " + codeSpan(revOrUnknown(shortRev(r.Head, l.opts.ShortSHA))))
 	var clusters, modes []string
 	ignoredF, ignoredL := 0, 0
+	fromArgo := false // an Application's ignoreDifferences hid something
 	for i := range r.Targets {
 		t := &r.Targets[i]
 		ignoredF += t.Summary.IgnoredFindings
 		ignoredL += t.Summary.IgnoredLines
+		if c := t.Controller; c != nil && c.Kind == "Application" && t.Summary.IgnoredFindings+t.Summary.IgnoredLines > 0 {
+			fromArgo = true
+		}
 		if !t.LiveChecked {
 			continue
 		}
@@ -413,7 +417,11 @@ func (l *layout) footer() string {
 		if l.opts.IgnoreRules > 0 {
 			who = plural(l.opts.IgnoreRules, "ignore rule", "ignore rules")
 		}
-		b.WriteString(" " + who + " hid " + strings.Join(hid, " and ") + " (see `.driftpreview.yaml`).")
+		see := "`.driftpreview.yaml`"
+		if fromArgo {
+			see += " and the Argo CD Applications' `ignoreDifferences`"
+		}
+		b.WriteString(" " + who + " hid " + strings.Join(hid, " and ") + " (see " + see + ").")
 	}
 	b.WriteString("\n")
 	hint := l.opts.RerunHint
