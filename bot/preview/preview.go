@@ -216,6 +216,15 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, t)
 
 	cl, liveNote := p.cluster(t)
+	if cl != nil && cl.Name != "" && cl.Name != t.Cluster {
+		// The report names the cluster actually compared; say when that is not the
+		// one the target declares (the CLI's kubeconfig context stands in for it).
+		// Argo CD's "in-cluster" names no cluster of its own, so it needs no note.
+		if t.Cluster != "" && t.Cluster != "in-cluster" {
+			liveNote = fmt.Sprintf("The target deploys to cluster %q; it was compared with %q, the cluster configured for targets without credentials of their own.", t.Cluster, cl.Name)
+		}
+		in.Cluster = cl.Name
+	}
 	var ctrlFindings []diffing.Finding
 	var ctrlNote string
 	if cl != nil && in.HeadErr == nil {
