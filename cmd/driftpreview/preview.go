@@ -12,6 +12,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/report"
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
 func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -85,6 +86,14 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		opts := report.DefaultOptions()
 		opts.MaxChars = *maxChars
 		fmt.Fprint(stdout, report.Markdown(rep, opts))
+	}
+	for _, f := range rep.Findings {
+		if f.Rule == diffing.RuleConfigError {
+			// The report above lists each config error with its line; the exit code
+			// is the contract's "config error", not a policy verdict.
+			fmt.Fprintf(stderr, "driftpreview preview: %s\n", f.Message)
+			return exitError
+		}
 	}
 	if rep.Failing {
 		return exitFailing

@@ -98,8 +98,8 @@ func TestRunPreview(t *testing.T) {
 			code: exitFailing, rules: []string{"live-unavailable /"}},
 		{name: "live mode off ignores the kubeconfig", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable, "--live-mode", "off"},
 			code: exitOK, stdout: "live mode is off"},
-		{name: "bad config", args: []string{"--repo", badConfig, "--base", "base", "--head", "head", "--format", "json"},
-			code: exitFailing, rules: []string{"config-error", "config-error"}},
+		{name: "bad config still prints the report, exits 2", args: []string{"--repo", badConfig, "--base", "base", "--head", "head", "--format", "json"},
+			code: exitError, rules: []string{"config-error", "config-error"}, stderr: ".driftpreview.yaml:7: ignore[0].reason"},
 		{name: "target filter", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--target", "nope"},
 			code: exitError, stderr: `no target named "nope"`},
 		{name: "missing head", args: []string{"--repo", clean, "--base", "base"}, code: exitError, stderr: "--base and --head are required"},
@@ -130,7 +130,7 @@ func TestRunPreview(t *testing.T) {
 				if diff := cmp.Diff(tt.rules, rep.rules()); diff != "" {
 					t.Errorf("findings (-want +got):\n%s", diff)
 				}
-				if rep.Failing != (tt.code == exitFailing) {
+				if rep.Failing != (tt.code != exitOK) {
 					t.Errorf("failing = %v with exit code %d", rep.Failing, code)
 				}
 			}
