@@ -269,7 +269,9 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool, driver *riverpgxv5
 	return nil
 }
 
-// The bot's own tables. Times are Unix seconds so both databases share the SQL.
+// The bot's own tables. Times are Unix seconds (driftpreview_status: nanoseconds,
+// to order status writes) so both databases share the SQL. Every statement is
+// idempotent: Open runs them all on each start.
 var sqliteSchema = []string{
 	`CREATE TABLE IF NOT EXISTS driftpreview_delivery (
 		host TEXT NOT NULL, id TEXT NOT NULL, seen_at INTEGER NOT NULL,
@@ -277,6 +279,12 @@ var sqliteSchema = []string{
 	`CREATE INDEX IF NOT EXISTS driftpreview_delivery_seen ON driftpreview_delivery (seen_at)`,
 	`CREATE TABLE IF NOT EXISTS driftpreview_pr_head (
 		pr TEXT PRIMARY KEY, head_sha TEXT NOT NULL, state TEXT NOT NULL, updated_at INTEGER NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS driftpreview_status (
+		job_id INTEGER PRIMARY KEY, pr TEXT NOT NULL, head_sha TEXT NOT NULL, state TEXT NOT NULL,
+		started_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, claimed_until INTEGER NOT NULL DEFAULT 0,
+		payload TEXT NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS driftpreview_status_state ON driftpreview_status (state)`,
+	`CREATE INDEX IF NOT EXISTS driftpreview_status_pr ON driftpreview_status (pr, head_sha)`,
 }
 
 var postgresSchema = []string{
@@ -286,6 +294,12 @@ var postgresSchema = []string{
 	`CREATE INDEX IF NOT EXISTS driftpreview_delivery_seen ON driftpreview_delivery (seen_at)`,
 	`CREATE TABLE IF NOT EXISTS driftpreview_pr_head (
 		pr TEXT PRIMARY KEY, head_sha TEXT NOT NULL, state TEXT NOT NULL, updated_at BIGINT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS driftpreview_status (
+		job_id BIGINT PRIMARY KEY, pr TEXT NOT NULL, head_sha TEXT NOT NULL, state TEXT NOT NULL,
+		started_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, claimed_until BIGINT NOT NULL DEFAULT 0,
+		payload TEXT NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS driftpreview_status_state ON driftpreview_status (state)`,
+	`CREATE INDEX IF NOT EXISTS driftpreview_status_pr ON driftpreview_status (pr, head_sha)`,
 }
 
 // rebind turns ? placeholders into $n for Postgres.

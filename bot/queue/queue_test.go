@@ -3,6 +3,8 @@ package queue_test
 import (
 	"context"
 	"path/filepath"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +34,13 @@ func (noopWorker) Work(context.Context, *river.Job[testArgs]) error { return nil
 // open opens a queue of each driver; Postgres runs on a throwaway server.
 func open(t *testing.T, driver string) *queue.Queue {
 	t.Helper()
+	q, _ := openWith(t, driver)
+	return q
+}
+
+// openWith is open that also returns the options, to open the same queue again.
+func openWith(t *testing.T, driver string) (*queue.Queue, queue.Options) {
+	t.Helper()
 	opts := queue.DefaultOptions()
 	opts.Driver = driver
 	opts.DeliveryTTL = time.Hour
@@ -54,7 +63,7 @@ func open(t *testing.T, driver string) *queue.Queue {
 		t.Fatalf("second Open: %v", err)
 	}
 	q2.Close()
-	return q
+	return q, opts
 }
 
 func TestQueue(t *testing.T) {
@@ -160,6 +169,127 @@ func TestOpenErrors(t *testing.T) {
 			_, err := queue.Open(context.Background(), tt.opts)
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("Open error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestClaimOrphans: statuses whose job was cancelled (or discarded) are claimed by
+// exactly one of two queues on the same database; settled ones are not claimed
+// again; a status overwritten later on the same commit is marked Overtaken.
+func TestClaimOrphans(t *testing.T) {
+	for _, driver := range []string{queue.DriverSQLite, queue.DriverPostgres} {
+		t.Run(driver, func(t *testing.T) {
+			ctx := context.Background()
+			q, opts := openWith(t, driver)
+			q2, err := queue.Open(ctx, opts)
+			if err != nil {
+				t.Fatalf("second Open: %v", err)
+			}
+			t.Cleanup(q2.Close)
+
+			// a and b are cancelled; c and d stay queued. d wrote on a's commit after a.
+			id := map[string]int64{}
+			for _, a := range []testArgs{{"a", "pr-x"}, {"b", "pr-x"}, {"c", "pr-y"}, {"d", "pr-z"}} {
+				jid, _, err := q.Insert(ctx, a, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				id[a.Key] = jid
+			}
+			for _, s := range []struct{ key, pr, sha string }{{"a", "p1", "s1"}, {"b", "p1", "s0"}, {"c", "p2", "s2"}, {"d", "p1", "s1"}} {
+				if err := q.StatusStarted(ctx, id[s.key], s.pr, s.sha, time.Unix(100, 0), []byte(`{"k":"`+s.key+`"}`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A row whose job does not exist (River deleted it) is settled, not claimed.
+			if err := q.StatusStarted(ctx, 999999, "p9", "s9", time.Unix(100, 0), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.CancelTagged(ctx, "pr-x", nil); err != nil {
+				t.Fatal(err)
+			}
+
+			type got struct {
+				ID        int64
+				State     rivertype.JobState
+				PR, SHA   string
+				Payload   string
+				Overtaken bool
+				Started   int64
+			}
+			conv := func(os []queue.Orphan) []got {
+				var out []got
+				for _, o := range os {
+					out = append(out, got{o.JobID, o.JobState, o.PR, o.HeadSHA, string(o.Payload), o.Overtaken, o.StartedAt.Unix()})
+				}
+				return out
+			}
+			// Both queues claim at once; together they get each orphan once.
+			var (
+				wg         sync.WaitGroup
+				res1, res2 []queue.Orphan
+				err1, err2 error
+			)
+			wg.Add(2)
+			go func() { defer wg.Done(); res1, err1 = q.ClaimOrphans(ctx, time.Hour) }()
+			go func() { defer wg.Done(); res2, err2 = q2.ClaimOrphans(ctx, time.Hour) }()
+			wg.Wait()
+			if err1 != nil || err2 != nil {
+				t.Fatalf("ClaimOrphans: %v, %v", err1, err2)
+			}
+			all := append(conv(res1), conv(res2)...)
+			sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
+			want := []got{
+				{id["a"], rivertype.JobStateCancelled, "p1", "s1", `{"k":"a"}`, true, 100},
+				{id["b"], rivertype.JobStateCancelled, "p1", "s0", `{"k":"b"}`, false, 100},
+			}
+			if diff := cmp.Diff(want, all); diff != "" {
+				t.Errorf("claimed orphans (-want +got):\n%s", diff)
+			}
+			// Claimed: not claimed again until released or the lease lapses.
+			claim := func(lease time.Duration) []int64 {
+				t.Helper()
+				os, err := q2.ClaimOrphans(ctx, lease)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []int64
+				for _, o := range os {
+					ids = append(ids, o.JobID)
+				}
+				return ids
+			}
+			if diff := cmp.Diff([]int64(nil), claim(time.Hour)); diff != "" {
+				t.Errorf("claim while claimed (-want +got):\n%s", diff)
+			}
+			if err := q.ReleaseOrphan(ctx, id["b"]); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]int64{id["b"]}, claim(time.Nanosecond)); diff != "" {
+				t.Errorf("claim after release (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]int64{id["b"]}, claim(time.Hour)); diff != "" {
+				t.Errorf("claim after the lease lapsed (-want +got):\n%s", diff)
+			}
+			if err := q.StatusFinished(ctx, id["b"]); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.SkipOrphan(ctx, id["a"]); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.ReleaseOrphan(ctx, id["a"]); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]int64(nil), claim(time.Nanosecond)); diff != "" {
+				t.Errorf("claim after settling (-want +got):\n%s", diff)
+			}
+			// A new attempt of a settled job records a new in-progress status.
+			if err := q.StatusStarted(ctx, id["b"], "p1", "s3", time.Unix(200, 0), nil); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]int64{id["b"]}, claim(time.Hour)); diff != "" {
+				t.Errorf("claim after a new attempt (-want +got):\n%s", diff)
 			}
 		})
 	}
