@@ -7,5 +7,8 @@
 //
 // A job never posts over a newer one: before posting it compares its head SHA with
 // the newest head recorded for the PR, and every status it starts is completed, with
-// a short reason when something failed, so no check stays pending forever.
+// a short reason when something failed, so no check stays pending forever. The
+// one case no job code runs for, a process killed during the last attempt (River's
+// rescuer then discards the job), is closed by Worker.Sweep, which completes the
+// statuses such jobs left in progress, from the record the queue keeps of them.
 package jobs

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,23 @@ func (f PreviewFunc) Preview(ctx context.Context, req preview.Request) (*diffing
 type Heads interface {
 	SetHead(ctx context.Context, pr, sha, state string) error
 	Head(ctx context.Context, pr string) (sha, state string, found bool, err error)
+}
+
+// StatusLog durably records the in-progress statuses jobs set and which of them
+// were completed, so Sweep can complete the ones a job never did (its process was
+// killed on the last attempt). bot/queue implements it.
+type StatusLog interface {
+	// StatusStarted is called before an in-progress status is posted; payload is
+	// the PR as JSON.
+	StatusStarted(ctx context.Context, jobID int64, pr, sha string, startedAt time.Time, payload []byte) error
+	// StatusFinished is called after a final status was posted.
+	StatusFinished(ctx context.Context, jobID int64) error
+}
+
+// Store is the durable state a Worker needs: heads and the status log.
+type Store interface {
+	Heads
+	StatusLog
 }
 
 // Observer receives job outcomes, for metrics. Outcomes are the Outcome* constants.
@@ -110,7 +128,7 @@ type Worker struct {
 	hosts   map[string]Host
 	preview Previewer
 	mirror  *Mirror
-	heads   Heads
+	heads   Store
 	obs     Observer
 	opts    Options
 
@@ -118,7 +136,7 @@ type Worker struct {
 }
 
 // NewWorker builds a Worker. hosts is keyed by bot.PR.Host; obs may be nil.
-func NewWorker(hosts map[string]Host, p Previewer, m *Mirror, heads Heads, obs Observer, opts Options) *Worker {
+func NewWorker(hosts map[string]Host, p Previewer, m *Mirror, heads Store, obs Observer, opts Options) *Worker {
 	def := DefaultOptions()
 	if opts.MaxChars == nil {
 		opts.MaxChars = def.MaxChars
@@ -231,6 +249,15 @@ func (j *run) do(ctx context.Context) (string, error) {
 		return OutcomeNeutral, nil
 	}
 	j.started = j.w.opts.Now()
+	// Recorded first: whatever happens after the status is posted, the record lets
+	// Sweep complete it.
+	payload, err := json.Marshal(j.pr)
+	if err != nil {
+		return "", fmt.Errorf("encoding %s: %w", key, err)
+	}
+	if err := j.w.heads.StatusStarted(ctx, j.job.ID, key, j.pr.HeadSHA, j.started, payload); err != nil {
+		return "", err
+	}
 	if err := host.SetStatus(ctx, j.pr, bot.Status{
 		State: bot.StateInProgress, Title: "Previewing " + short(j.pr.BaseSHA) + ".." + short(j.pr.HeadSHA),
 		StartedAt: j.started, DetailsURL: j.pr.URL,
@@ -271,6 +298,7 @@ func (j *run) do(ctx context.Context) (string, error) {
 	}); err != nil {
 		return "", fmt.Errorf("setting the final status: %w", err)
 	}
+	j.finished(ctx)
 	if j.w.obs != nil {
 		j.w.obs.ReportPosted(j.pr, rep)
 	}
@@ -380,6 +408,18 @@ func (j *run) finish(ctx context.Context, state bot.State, title, summary string
 	defer cancel()
 	if err := j.host.SetStatus(sctx, j.pr, bot.Status{State: state, Title: title, Summary: summary, StartedAt: j.started, DetailsURL: j.pr.URL}); err != nil {
 		j.log.Error("setting the final status failed", "state", state, "error", err)
+		return
+	}
+	j.finished(sctx)
+}
+
+// finished records that this job's status is complete, so Sweep leaves it alone. A
+// failure only risks a second, identical completion by Sweep: it is logged.
+func (j *run) finished(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.w.opts.StatusTimeout)
+	defer cancel()
+	if err := j.w.heads.StatusFinished(sctx, j.job.ID); err != nil {
+		j.log.Error("recording the final status failed", "error", err)
 	}
 }
 

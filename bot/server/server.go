@@ -36,7 +36,14 @@ type Options struct {
 	Logger  *slog.Logger
 	// ShutdownTimeout bounds the graceful stop of HTTP and running jobs.
 	ShutdownTimeout time.Duration
+	// SweepInterval is how often this process completes the statuses of jobs that
+	// stopped without a result (jobs.Worker.Sweep); default DefaultSweepInterval.
+	SweepInterval time.Duration
 }
+
+// DefaultSweepInterval is how often, by default, statuses left in progress by a
+// job killed on its last attempt are completed.
+const DefaultSweepInterval = time.Minute
 
 // Server is the running bot: HTTP handler, queue and worker.
 type Server struct {
@@ -44,6 +51,7 @@ type Server struct {
 	Queue   *queue.Queue
 	Metrics *Metrics
 	handler *Handler
+	worker  *jobs.Worker
 	log     *slog.Logger
 }
 
@@ -55,6 +63,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 30 * time.Second
+	}
+	if opts.SweepInterval <= 0 {
+		opts.SweepInterval = DefaultSweepInterval
 	}
 	if len(opts.Hosts) == 0 {
 		return nil, errors.New("starting server: no host configured")
@@ -81,7 +92,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	river.AddWorker(workers, w)
 	opts.Handler.Logger = opts.Logger
 	return &Server{
-		opts: opts, Queue: q, Metrics: m, log: opts.Logger,
+		opts: opts, Queue: q, Metrics: m, log: opts.Logger, worker: w,
 		handler: NewHandler(parsers, q, m, opts.Handler),
 	}, nil
 }
@@ -117,6 +128,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		s.sweepLoop(sweepCtx)
+	}()
 	s.log.Info("serving", "addr", ln.Addr().String(), "queue", s.Queue.Driver())
 	var serveErr error
 	select {
@@ -124,6 +141,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case serveErr = <-errc:
 	}
 	s.log.Info("shutting down")
+	stopSweep()
+	<-swept
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -136,4 +155,29 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serving http: %w", serveErr)
 	}
 	return nil
+}
+
+// Sweep completes, once, the statuses of jobs that stopped without a result (see
+// jobs.Worker.Sweep) and returns how many it completed. Serve runs it every
+// SweepInterval in every process; claims in the queue make that safe.
+func (s *Server) Sweep(ctx context.Context) (int, error) {
+	return s.worker.Sweep(ctx, s.Queue)
+}
+
+// sweepLoop runs Sweep at start and every SweepInterval until ctx is done.
+func (s *Server) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(s.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		if n, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("completing the statuses of stopped jobs", "error", err)
+		} else if n > 0 {
+			s.log.Info("completed the statuses of stopped jobs", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
