@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,12 +48,14 @@ func TestHelperProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestKilledMidJob")
 	}
+	maxAttempts, _ := strconv.Atoi(os.Getenv("DRIFTPREVIEW_CRASH_MAXATTEMPTS"))
 	s, err := server.New(context.Background(), server.Options{
 		Hosts:     map[string]server.Host{"github": newFakeHost("github", os.Getenv("DRIFTPREVIEW_CRASH_REPO"))},
 		Previewer: hangingPreviewer{marker: filepath.Join(dir, "started")},
 		WorkDir:   filepath.Join(dir, "mirrors"),
 		Queue: queue.Options{Driver: queue.DriverSQLite, DSN: filepath.Join(dir, "queue.db"),
-			JobTimeout: crashJobTimeout, RescueStuckJobsAfter: crashRescue, FetchPollInterval: 50 * time.Millisecond},
+			JobTimeout: crashJobTimeout, RescueStuckJobsAfter: crashRescue, FetchPollInterval: 50 * time.Millisecond,
+			MaxAttempts: maxAttempts},
 		Jobs: jobs.DefaultOptions(),
 	})
 	if err != nil {
@@ -68,13 +71,14 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-// TestKilledMidJob: a serve process is SIGKILLed while its job runs; a new process
-// on the same SQLite queue rescues the job and completes it.
-func TestKilledMidJob(t *testing.T) {
-	dir := t.TempDir()
-	repo := newGitRepo(t)
+// killMidJob starts the helper process on dir's queue (with maxAttempts, 0 for the
+// default), delivers a preview of repo's head and SIGKILLs the helper once the job
+// runs. It returns the PR.
+func killMidJob(t *testing.T, dir string, repo *gitRepo, maxAttempts int) bot.PR {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v=false")
-	cmd.Env = append(os.Environ(), "DRIFTPREVIEW_CRASH_DIR="+dir, "DRIFTPREVIEW_CRASH_REPO="+repo.URL)
+	cmd.Env = append(os.Environ(), "DRIFTPREVIEW_CRASH_DIR="+dir, "DRIFTPREVIEW_CRASH_REPO="+repo.URL,
+		"DRIFTPREVIEW_CRASH_MAXATTEMPTS="+strconv.Itoa(maxAttempts))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -109,6 +113,15 @@ func TestKilledMidJob(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	killed = true
+	return thePR
+}
+
+// TestKilledMidJob: a serve process is SIGKILLed while its job runs; a new process
+// on the same SQLite queue rescues the job and completes it.
+func TestKilledMidJob(t *testing.T) {
+	dir := t.TempDir()
+	repo := newGitRepo(t)
+	killMidJob(t, dir, repo, 0)
 
 	// The second process: same database and mirrors, a previewer that works.
 	host := newFakeHost("github", repo.URL)
@@ -142,5 +155,58 @@ func TestKilledMidJob(t *testing.T) {
 	}
 	if job[0].Attempt != 2 {
 		t.Errorf("job completed on attempt %d, want 2 (the killed one, then the rescue)", job[0].Attempt)
+	}
+}
+
+// TestKilledOnLastAttempt: the serve process is SIGKILLed during the job's only
+// attempt, so River's rescuer discards the job without any job code running. The
+// process that takes over completes the check the killed one left in progress as
+// an error, exactly once.
+func TestKilledOnLastAttempt(t *testing.T) {
+	dir := t.TempDir()
+	repo := newGitRepo(t)
+	thePR := killMidJob(t, dir, repo, 1)
+
+	host := newFakeHost("github", repo.URL)
+	srv := startServer(t, host, newFakePreviewer(), func(o *server.Options) {
+		o.WorkDir = filepath.Join(dir, "mirrors")
+		o.Queue.DSN = filepath.Join(dir, "queue.db")
+		o.Queue.JobTimeout, o.Queue.RescueStuckJobsAfter = crashJobTimeout, crashRescue
+		o.Queue.MaxAttempts = 1
+		o.SweepInterval = 100 * time.Millisecond
+	})
+	// As in TestKilledMidJob, the rescuer runs once the killed process's
+	// leadership lapsed; the sweep follows within SweepInterval.
+	deadline := time.Now().Add(60 * time.Second)
+	for len(host.states(thePR.HeadSHA)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no status completed after restart; jobs: %+v", jobStates(t, srv.Queue))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Sweeping again (as the loop keeps doing) completes nothing more.
+	for range 3 {
+		n, err := srv.Sweep(context.Background())
+		if err != nil || n != 0 {
+			t.Errorf("Sweep after completion = %d, %v; want 0, nil", n, err)
+		}
+	}
+	var got []bot.Status
+	for _, s := range host.Statuses() {
+		if s.SHA == thePR.HeadSHA {
+			s.Status.Summary = ""
+			got = append(got, s.Status)
+		}
+	}
+	want := []bot.Status{{State: bot.StateError, Title: jobs.KilledTitle, DetailsURL: thePR.URL}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("statuses after restart (-want +got):\n%s", diff)
+	}
+	js := jobStates(t, srv.Queue)
+	if len(js) != 1 || js[0].State != rivertype.JobStateDiscarded {
+		t.Errorf("jobs after restart: %+v, want one discarded", js)
+	}
+	if n := len(host.Comments()); n != 0 {
+		t.Errorf("%d comments after restart, want none", n)
 	}
 }
