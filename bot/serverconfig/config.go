@@ -111,6 +111,9 @@ type Queue struct {
 	RescueStuckAfter time.Duration `yaml:"rescueStuckAfter"`
 	// MaxAttempts bounds retries with exponential backoff (default 5).
 	MaxAttempts int `yaml:"maxAttempts"`
+	// SweepInterval is how often a check or status left in progress by a job killed
+	// on its last attempt is completed as an error (default 1m).
+	SweepInterval time.Duration `yaml:"sweepInterval"`
 }
 
 // Defaults of server.yaml.
@@ -123,6 +126,8 @@ const (
 	DefaultWorkers     = 2
 	DefaultJobTimeout  = 10 * time.Minute
 	DefaultMaxAttempts = 5
+	// DefaultSweepInterval matches server.DefaultSweepInterval.
+	DefaultSweepInterval = time.Minute
 )
 
 // Load reads the file at path (which may be empty to configure only from the
@@ -329,6 +334,11 @@ func (c *Config) finish(v *validator) error {
 		q.MaxAttempts = DefaultMaxAttempts
 	} else if q.MaxAttempts < 0 {
 		v.add([]string{"queue", "maxAttempts"}, "must be positive, got %d", q.MaxAttempts)
+	}
+	if q.SweepInterval == 0 {
+		q.SweepInterval = DefaultSweepInterval
+	} else if q.SweepInterval < 0 {
+		v.add([]string{"queue", "sweepInterval"}, "must be positive, got %s", q.SweepInterval)
 	}
 	for i, p := range c.Repos {
 		if _, err := path.Match(p, ""); err != nil || p == "" {

@@ -89,6 +89,7 @@ func TestLoad(t *testing.T) {
 				"DRIFTPREVIEW_QUEUE_DSNFILE={dsn}",
 				"DRIFTPREVIEW_QUEUE_DSN=",
 				"DRIFTPREVIEW_QUEUE_JOBTIMEOUT=2m",
+				"DRIFTPREVIEW_QUEUE_SWEEPINTERVAL=15s",
 				"DRIFTPREVIEW_REPOS=acme/*, other/x",
 				"DRIFTPREVIEW_ALLOWFORKPRS=true",
 				"DRIFTPREVIEW_CLUSTERS_PROD_CONTEXT=prod-admin",
@@ -104,10 +105,20 @@ func TestLoad(t *testing.T) {
 				c.Queue.DSN = NewSecret(pgDSN)
 				c.Queue.JobTimeout = 2 * time.Minute
 				c.Queue.RescueStuckAfter = 7 * time.Minute
+				c.Queue.SweepInterval = 15 * time.Second
 				c.Repos = []string{"acme/*", "other/x"}
 				c.AllowForkPRs = true
 				c.Clusters["prod"] = Cluster{Kubeconfig: "/etc/kube/prod.yaml", Context: "prod-admin", LiveMode: "simulate"}
 				c.Clusters["eu"] = Cluster{Kubeconfig: "/etc/kube/eu.yaml", LiveMode: "dry-run"}
+			},
+		},
+		{
+			name: "every queue key",
+			yaml: strings.Replace(fullConfig, "queue: {driver: sqlite, dsn: /var/lib/driftpreview/queue.db}",
+				"queue: {driver: sqlite, dsn: /var/lib/driftpreview/queue.db, workers: 4, jobTimeout: 5m, rescueStuckAfter: 6m, maxAttempts: 3, sweepInterval: 30s}", 1),
+			want: func(c *Config) {
+				c.Queue.Workers, c.Queue.JobTimeout, c.Queue.RescueStuckAfter = 4, 5*time.Minute, 6*time.Minute
+				c.Queue.MaxAttempts, c.Queue.SweepInterval = 3, 30*time.Second
 			},
 		},
 		{
@@ -122,7 +133,7 @@ func TestLoad(t *testing.T) {
 				*c = Config{
 					Listen:   DefaultListen,
 					GitLab:   GitLab{URL: "https://gitlab.example", TokenFile: files["gl-token"], WebhookSecretFile: files["gl-webhook"], Token: NewSecret(glToken), WebhookSecret: NewSecret(glSecret)},
-					Queue:    Queue{Driver: "sqlite", DSN: NewSecret(DefaultSQLiteDSN), Workers: DefaultWorkers, JobTimeout: DefaultJobTimeout, RescueStuckAfter: DefaultJobTimeout + 5*time.Minute, MaxAttempts: DefaultMaxAttempts},
+					Queue:    Queue{Driver: "sqlite", DSN: NewSecret(DefaultSQLiteDSN), Workers: DefaultWorkers, JobTimeout: DefaultJobTimeout, RescueStuckAfter: DefaultJobTimeout + 5*time.Minute, MaxAttempts: DefaultMaxAttempts, SweepInterval: DefaultSweepInterval},
 					WorkDir:  DefaultWorkDir,
 					LogLevel: "info",
 					Warnings: []string{"ignoring unknown environment variable DRIFTPREVIEW_NOSUCHTHING (not a server.yaml setting)"},
@@ -154,7 +165,7 @@ func TestLoad(t *testing.T) {
 					"staging": {Kubeconfig: "/etc/kube/st.yaml", LiveMode: "simulate"},
 				},
 				DefaultCluster: "prod",
-				Queue:          Queue{Driver: "sqlite", DSN: NewSecret("/var/lib/driftpreview/queue.db"), Workers: DefaultWorkers, JobTimeout: DefaultJobTimeout, RescueStuckAfter: DefaultJobTimeout + 5*time.Minute, MaxAttempts: DefaultMaxAttempts},
+				Queue:          Queue{Driver: "sqlite", DSN: NewSecret("/var/lib/driftpreview/queue.db"), Workers: DefaultWorkers, JobTimeout: DefaultJobTimeout, RescueStuckAfter: DefaultJobTimeout + 5*time.Minute, MaxAttempts: DefaultMaxAttempts, SweepInterval: DefaultSweepInterval},
 				Repos:          []string{"acme/*"},
 				WorkDir:        "/var/lib/driftpreview/mirrors",
 				LogLevel:       "info",
@@ -184,6 +195,11 @@ func TestLoadErrors(t *testing.T) {
 			name: "unknown top-level key",
 			yaml: fullConfig + "queueu: {}\n",
 			want: []string{"server.yaml:10: unknown key \"queueu\""},
+		},
+		{
+			name: "misspelt queue key",
+			yaml: strings.Replace(fullConfig, "queue.db}", "queue.db, sweepIntervall: 1m}", 1),
+			want: []string{"server.yaml:6: unknown key \"sweepIntervall\""},
 		},
 		{
 			name: "bad type",
@@ -224,7 +240,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "bad values after env",
 			yaml: fullConfig + "logLevel: loud\n",
-			env:  []string{"DRIFTPREVIEW_CLUSTERS_PROD_LIVEMODE=apply", "DRIFTPREVIEW_QUEUE_DRIVER=mysql", "DRIFTPREVIEW_REPOS=acme/[", "DRIFTPREVIEW_DEFAULTCLUSTER=nope", "DRIFTPREVIEW_ARGOCDCLUSTER=gone", "DRIFTPREVIEW_QUEUE_RESCUESTUCKAFTER=1m"},
+			env:  []string{"DRIFTPREVIEW_CLUSTERS_PROD_LIVEMODE=apply", "DRIFTPREVIEW_QUEUE_DRIVER=mysql", "DRIFTPREVIEW_REPOS=acme/[", "DRIFTPREVIEW_DEFAULTCLUSTER=nope", "DRIFTPREVIEW_ARGOCDCLUSTER=gone", "DRIFTPREVIEW_QUEUE_RESCUESTUCKAFTER=1m", "DRIFTPREVIEW_QUEUE_SWEEPINTERVAL=-1s"},
 			want: []string{
 				"server.yaml:10: logLevel: unknown level \"loud\"",
 				"server.yaml:4: clusters.prod.liveMode: unknown live mode \"apply\"",
@@ -233,6 +249,7 @@ func TestLoadErrors(t *testing.T) {
 				"defaultCluster: cluster \"nope\" is not defined",
 				"argocdCluster: cluster \"gone\" is not defined",
 				"queue.rescueStuckAfter: must be longer than queue.jobTimeout",
+				"server.yaml:6: queue.sweepInterval: must be positive, got -1s",
 			},
 		},
 		{

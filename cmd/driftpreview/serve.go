@@ -140,9 +140,10 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 			MaxWorkers: cfg.Queue.Workers, JobTimeout: cfg.Queue.JobTimeout,
 			RescueStuckJobsAfter: cfg.Queue.RescueStuckAfter, MaxAttempts: cfg.Queue.MaxAttempts,
 		},
-		Jobs:    jo,
-		Handler: server.HandlerOptions{Repos: cfg.Repos},
-		Logger:  log,
+		Jobs:          jo,
+		Handler:       server.HandlerOptions{Repos: cfg.Repos},
+		Logger:        log,
+		SweepInterval: cfg.Queue.SweepInterval,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/driftpreview/driftpreview/bot/github/githubtest"
+	"github.com/driftpreview/driftpreview/bot/serverconfig"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
@@ -119,7 +121,7 @@ clusters:
   prod: {kubeconfig: %s, context: prod}
   lab: {liveMode: "off"}
 defaultCluster: prod
-queue: {driver: sqlite}
+queue: {driver: sqlite, sweepInterval: 5s}
 repos: ["acme/*"]
 workDir: %s
 `, addr, writeFile(t, dir, "app.pem", string(keyPEM)), writeFile(t, dir, "gh", testGHSecret+"\n"),
@@ -128,6 +130,17 @@ workDir: %s
 	path := writeFile(t, dir, "server.yaml", cfg)
 	// The environment completes the file: the queue DSN comes from a variable.
 	t.Setenv("DRIFTPREVIEW_QUEUE_DSN", filepath.Join(dir, "state", "queue.db"))
+	loaded, err := serverconfig.Load(path, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := serverOptions(loaded, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.SweepInterval != 5*time.Second {
+		t.Errorf("server SweepInterval = %s, want the 5s of queue.sweepInterval", opts.SweepInterval)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
