@@ -13,8 +13,10 @@ PLAIN_PKGS  ?= ./cmd/... ./render/... ./deploy/... ./fixtures/...
 
 .PHONY: build testenv testdeps test lint demo clean
 
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/driftpreview
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/driftpreview
 
 ## testenv: build the real kube-apiserver v1.37.2 and etcd v3.6.16 into the user cache (idempotent)
 testenv:
