@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/bot/gitops"
@@ -13,7 +14,8 @@ import (
 
 // resolveTargets returns the configured targets, or discovers them: first from GitOps
 // controller objects (Argo CD, Flux) at base and head, else from the directories the
-// PR touches. Report-level findings (not-rendered sources) come back separately.
+// PR touches. Discovery's notes about the repository as a whole come back
+// separately, for the report.
 func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request, cache *renderCache) ([]config.Target, []string, error) {
 	if !cfg.Discovered {
 		return cfg.Targets, nil, nil
@@ -44,7 +46,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		}
 	}
 	if len(targets) > 0 {
-		return targets, notes, nil
+		return targets, notes, nil // discovery's order: rendered targets, then the rest
 	}
 	notes = nil
 	for _, dir := range []string{baseDir, headDir} {
@@ -59,17 +61,11 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 			}
 		}
 	}
-	slices.SortFunc(targets, func(a, b config.Target) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(targets, byName)
 	return targets, notes, nil
 }
+
+func byName(a, b config.Target) int { return strings.Compare(a.Name, b.Name) }
 
 func clusterNames(req Request) map[string]string {
 	m := map[string]string{}
