@@ -11,7 +11,6 @@ import (
 	"slices"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/driftpreview/driftpreview/bot/github"
 	"github.com/driftpreview/driftpreview/bot/gitlab"
@@ -154,20 +153,17 @@ func clusterFor(name string, c serverconfig.Cluster) (preview.Cluster, error) {
 	if c.LiveMode == "off" {
 		return out, nil
 	}
-	var (
-		rc  *rest.Config
-		err error
-	)
-	if c.Kubeconfig == "" {
-		rc, err = rest.InClusterConfig()
-	} else {
-		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
-			&clientcmd.ConfigOverrides{CurrentContext: c.Context},
-		).ClientConfig()
+	if c.Kubeconfig != "" {
+		cl, err := kubeCluster(c.Kubeconfig, c.Context, c.LiveMode)
+		if err != nil {
+			return out, fmt.Errorf("cluster %s: %w", name, err)
+		}
+		out.Config = cl.Config
+		return out, nil
 	}
+	rc, err := rest.InClusterConfig()
 	if err != nil {
-		return out, fmt.Errorf("cluster %s: loading credentials: %w", name, err)
+		return out, fmt.Errorf("cluster %s: loading in-cluster credentials: %w", name, err)
 	}
 	out.Config = rc
 	return out, nil
