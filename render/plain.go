@@ -64,11 +64,8 @@ func renderPlain(ctx context.Context, sb *sandbox, dir string, opts Options) (Ob
 		all = append(all, objs...)
 		set.Notes = append(set.Notes, notes...)
 	}
-	if err := duplicates(all); err != nil {
+	if err := addAll(&set, all); err != nil {
 		return ObjectSet{}, err
-	}
-	for _, o := range all {
-		set.Objects = append(set.Objects, o.Object)
 	}
 	return set, nil
 }

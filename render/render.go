@@ -139,6 +139,18 @@ func detect(sb *sandbox, dir string) Renderer {
 	return RendererPlain
 }
 
+// addAll appends objs to set unless two of them share a key, which is an *Error
+// naming both sources: the last step of the plain and helm renderers.
+func addAll(set *ObjectSet, objs []parsedObject) error {
+	if err := duplicates(objs); err != nil {
+		return err
+	}
+	for _, o := range objs {
+		set.Objects = append(set.Objects, o.Object)
+	}
+	return nil
+}
+
 // duplicates returns an *Error naming both sources when two objects share a key.
 func duplicates(objs []parsedObject) error {
 	seen := make(map[ObjectKey]parsedObject, len(objs))
