@@ -276,51 +276,31 @@ func resolvePath(obj map[string]any, p fieldpath.Path) (string, bool) {
 			segs = append(segs, *pe.FieldName)
 			cur = m[*pe.FieldName]
 		case pe.Key != nil:
-			l, ok := cur.([]any)
-			if !ok {
-				return "", false
-			}
-			idx := -1
-			for i, e := range l {
+			idx, ok := findItem(cur, func(e any) bool {
 				em, ok := e.(map[string]any)
 				if !ok {
-					continue
+					return false
 				}
-				match := true
 				for _, f := range *pe.Key {
 					if !scalarEqual(em[f.Name], f.Value.Unstructured()) {
-						match = false
-						break
+						return false
 					}
 				}
-				if match {
-					idx = i
-					break
-				}
-			}
-			if idx < 0 {
-				return "", false
-			}
-			segs = append(segs, strconv.Itoa(idx))
-			cur = l[idx]
-		case pe.Value != nil:
-			l, ok := cur.([]any)
+				return true
+			})
 			if !ok {
 				return "", false
 			}
-			idx := -1
+			segs = append(segs, strconv.Itoa(idx))
+			cur = cur.([]any)[idx]
+		case pe.Value != nil:
 			want := (*pe.Value).Unstructured()
-			for i, e := range l {
-				if valuesEqual(e, want) {
-					idx = i
-					break
-				}
-			}
-			if idx < 0 {
+			idx, ok := findItem(cur, func(e any) bool { return valuesEqual(e, want) })
+			if !ok {
 				return "", false
 			}
 			segs = append(segs, strconv.Itoa(idx))
-			cur = l[idx]
+			cur = cur.([]any)[idx]
 		case pe.Index != nil:
 			l, ok := cur.([]any)
 			if !ok || *pe.Index >= len(l) {
@@ -331,6 +311,21 @@ func resolvePath(obj map[string]any, p fieldpath.Path) (string, bool) {
 		}
 	}
 	return joinPointer(segs), true
+}
+
+// findItem is the index of the first element of the list cur for which match
+// holds; false when cur is no list or nothing matches.
+func findItem(cur any, match func(any) bool) (int, bool) {
+	l, ok := cur.([]any)
+	if !ok {
+		return 0, false
+	}
+	for i, e := range l {
+		if match(e) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // ownersOf finds who owns p: the managers of p itself or, failing that, of its
