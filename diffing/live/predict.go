@@ -35,12 +35,14 @@ type job struct {
 	res  resource
 	head *unstructured.Unstructured // prepared for apply
 	live *unstructured.Unstructured
+	base map[string]any // the base render of the same key, if any
 }
 
 // predict fills out.Predictions for every head object: objects not live (or of a
 // kind not served yet) are created as head says; live ones are merged by simulate
 // or dry-run.
-func (st *read) predict(ctx context.Context, head render.ObjectSet, out *diffing.LiveState) {
+func (st *read) predict(ctx context.Context, base, head render.ObjectSet, out *diffing.LiveState) {
+	baseObjs := base.Index()
 	var jobs []job
 	for _, o := range head.Objects {
 		if o.Obj == nil {
@@ -57,7 +59,11 @@ func (st *read) predict(ctx context.Context, head render.ObjectSet, out *diffing
 				"applying %s on cluster %s: the cluster does not serve %s in version %s (it serves %s)",
 				o.Key, st.cluster, gvk.Kind, gvk.GroupVersion(), res.gvr.GroupVersion())}
 		default:
-			jobs = append(jobs, job{key: o.Key, res: res, head: st.prepare(o.Obj, res, live), live: live})
+			j := job{key: o.Key, res: res, head: st.prepare(o.Obj, res, live), live: live}
+			if b := baseObjs[o.Key]; b != nil && b.Obj != nil {
+				j.base = b.Obj.Object
+			}
+			jobs = append(jobs, j)
 		}
 	}
 	run, limit := st.simulate, workers()
@@ -140,7 +146,7 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	if !ok {
 		return diffing.Prediction{Err: fmt.Errorf("simulating apply of %s: unexpected result type %T", j.key, obj)}
 	}
-	p.Object = u
+	p.Object = withServerDefaults(u, j.live, j.base, j.head.Object)
 	return p
 }
 

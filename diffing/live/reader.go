@@ -179,7 +179,7 @@ func (st *read) run(ctx context.Context, base, head render.ObjectSet) (*diffing.
 	if err := st.volumes(ctx, base, head, out); err != nil {
 		return nil, err
 	}
-	st.predict(ctx, head, out)
+	st.predict(ctx, base, head, out)
 	if err := st.permissionError(out); err != nil {
 		return nil, err
 	}

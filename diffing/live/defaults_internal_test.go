@@ -1,4 +1,4 @@
-package diffing
+package live
 
 import (
 	"testing"
