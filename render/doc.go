@@ -20,6 +20,8 @@
 //   - Helm renders with helm's engine from files read through the sandbox:
 //     dependencies only from the vendored charts/ folder, lookup returns nothing,
 //     getHostByName fails, values.schema.json is not checked (it may $ref URLs).
+//     Hook objects (helm.sh/hook) are left out, as they are not in the release;
+//     an unvendored dependency is *Unavailable, not a broken chart.
 //   - YAML is parsed with go.yaml.in/yaml/v3 into nodes first; alias bombs, nesting
 //     deeper than MaxDepth and duplicate keys are errors before anything expands.
 //   - Files over Options.MaxFileBytes, targets reading or rendering more than

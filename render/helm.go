@@ -132,6 +132,7 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 	if err := addAll(&set, all); err != nil {
 		return ObjectSet{}, err
 	}
+	dropHooks(&set, isHelmHook, "Helm")
 	return set, nil
 }
 
@@ -276,7 +277,10 @@ func loadError(dir string, err error) error {
 }
 
 // checkVendored fails when Chart.yaml lists a dependency that charts/ does not
-// hold: a render never downloads one.
+// hold: a render never downloads one. The controllers do: Argo CD's repo server
+// runs `helm dependency build` before it renders a chart from git, and Flux's
+// source-controller builds the dependencies of a chart from a GitRepository. So
+// the failure is *Unavailable (the target is not rendered), not a broken chart.
 func checkVendored(sb *sandbox, dir string, ch *chart.Chart) error {
 	have := map[string]bool{}
 	for _, d := range ch.Dependencies() {
@@ -287,8 +291,16 @@ func checkVendored(sb *sandbox, dir string, ch *chart.Chart) error {
 			continue
 		}
 		file := path.Join(dir, "Chart.yaml")
+		from := ""
+		switch {
+		case d.Repository != "" && d.Version != "":
+			from = fmt.Sprintf(" (version %s from %s)", d.Version, d.Repository)
+		case d.Repository != "":
+			from = fmt.Sprintf(" (from %s)", d.Repository)
+		}
 		return &Error{File: file, Line: lineOf(sb, file, "name: "+d.Name),
-			Err: fmt.Errorf("dependency %s is not vendored: run helm dependency build and commit charts/", d.Name)}
+			Err: &Unavailable{Reason: fmt.Sprintf("chart dependency %s%s is not vendored in %s: the GitOps controller builds chart dependencies when it syncs (helm dependency build), but driftpreview renders offline and never fetches charts; to preview this chart, run helm dependency build and commit charts/",
+				d.Name, from, path.Join(dir, "charts")+"/")}}
 	}
 	for _, d := range ch.Dependencies() {
 		if err := checkVendored(sb, path.Join(dir, "charts", d.Name()), d); err != nil {

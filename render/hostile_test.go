@@ -258,7 +258,7 @@ func TestRenderHostile(t *testing.T) {
 			},
 			target: "chart", wantErr: true,
 			wantFile: "chart/Chart.yaml", wantLine: 5,
-			wantMsg: []string{"dependency postgresql is not vendored: run helm dependency build and commit charts/"},
+			wantMsg: []string{"dependency postgresql (version 15.x.x from https://charts.bitnami.com/bitnami) is not vendored", "run helm dependency build and commit charts/"},
 		},
 		{
 			name: "template including itself forever",

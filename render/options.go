@@ -24,6 +24,10 @@ type Options struct {
 	Plain     PlainOptions
 	Helm      HelmOptions
 	Kustomize KustomizeOptions
+	// ArgoCDHooks leaves out the objects Argo CD runs as sync hooks
+	// (argocd.argoproj.io/hook, or helm.sh/hook from any source type), as an Argo
+	// CD Application does. Helm hooks are always left out of a Helm render.
+	ArgoCDHooks bool
 
 	// MaxFileBytes caps any single input file; MaxTotalBytes caps the rendered
 	// output of the target; Timeout caps the whole render.

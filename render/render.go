@@ -118,6 +118,9 @@ func render(ctx context.Context, root, target string, opts Options) (ObjectSet, 
 	if err := ctx.Err(); err != nil {
 		return ObjectSet{}, err
 	}
+	if opts.ArgoCDHooks {
+		dropHooks(&set, isArgoHook, "Argo CD")
+	}
 	defaultNamespace(set.Objects, opts.Namespace)
 	set.Sort()
 	return set, nil

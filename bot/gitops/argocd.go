@@ -240,6 +240,7 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 	opts := render.DefaultOptions()
 	opts.Namespace = t.Namespace
 	opts.Helm.ReleaseName = m.Name
+	opts.ArgoCDHooks = true // Argo CD never syncs or prunes hook objects
 	if s.Chart != "" {
 		// A chart from a Helm repository: renderable only when vendored.
 		vendored := "charts/" + s.Chart

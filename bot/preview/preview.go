@@ -214,6 +214,19 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	var baseNote, headNote string
 	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.baseDir, t)
 	in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, t)
+	if reason, ok := unavailable(in.HeadErr, in.BaseErr); ok {
+		// The controller can render it (it fetches what is missing), this
+		// preview cannot: listed as not rendered, never a render error.
+		var key render.ObjectKey
+		if c := t.Controller; c != nil && controllerGroups[c.Kind] != "" {
+			key = render.ObjectKey{Group: controllerGroups[c.Kind], Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
+		}
+		return diffing.TargetReport{Name: t.Name, Path: t.Path, Cluster: t.Cluster, Controller: t.Controller,
+			Skipped: reason, Notes: slices.Clone(t.Notes), Changes: []diffing.Change{},
+			Findings: append(slices.Clone(t.Findings), diffing.Finding{
+				Rule: diffing.RuleNotRendered, Severity: diffing.DefaultSeverity[diffing.RuleNotRendered], Key: key,
+				Message: fmt.Sprintf("%s is not rendered: %s", t.Name, reason)})}
+	}
 
 	cl, liveNote := p.cluster(t)
 	if cl != nil && cl.Name != "" && cl.Name != t.Cluster {
@@ -360,6 +373,23 @@ func (p *pipeline) renderAt(ctx context.Context, root string, t config.Target) (
 		set, err = gitops.Substitute(set, t.Substitute)
 	}
 	return set, "", err
+}
+
+// controllerGroups are the API groups of the controller kinds a target names.
+var controllerGroups = map[string]string{
+	"Application":   "argoproj.io",
+	"Kustomization": "kustomize.toolkit.fluxcd.io",
+	"HelmRelease":   "helm.toolkit.fluxcd.io",
+}
+
+// unavailable returns the reason of the first render.Unavailable among errs.
+func unavailable(errs ...error) (string, bool) {
+	for _, err := range errs {
+		if reason, ok := render.IsUnavailable(err); ok {
+			return reason, true
+		}
+	}
+	return "", false
 }
 
 // hoistExpiredIgnores moves ignore-expired findings to the report level, once each:

@@ -1,0 +1,26 @@
+package render
+
+import "errors"
+
+// Unavailable is why a target cannot be rendered here although its controller can
+// render it: something the controller fetches when it syncs, such as a chart
+// dependency from a Helm repository, is not in the checkout, and a render never
+// touches the network. It comes wrapped in an *Error that names the file and line
+// that asks for it. It is a limit of the preview, not a problem of the pull
+// request: callers list the target as not rendered with this reason instead of
+// reporting a render error.
+type Unavailable struct {
+	Reason string
+}
+
+func (u *Unavailable) Error() string { return u.Reason }
+
+// IsUnavailable reports whether err, or an error it wraps, is *Unavailable, and
+// returns the full text (file, line and reason).
+func IsUnavailable(err error) (string, bool) {
+	var u *Unavailable
+	if err == nil || !errors.As(err, &u) {
+		return "", false
+	}
+	return err.Error(), true
+}
