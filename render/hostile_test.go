@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -334,6 +335,24 @@ func TestRenderHostile(t *testing.T) {
 			wantFile: "app/deep.yaml", wantLine: 6, wantMsg: []string{"nested more than 1000 levels deep"},
 		},
 		{
+			name: "aliases nesting 27,000 deep out of 900-deep pieces",
+			files: map[string]string{
+				"app/deep.yaml": aliasChain(30, 900),
+			},
+			target: "app", wantErr: true,
+			wantFile: "app/deep.yaml", wantMsg: []string{"nested more than 1000 levels deep"},
+		},
+		{
+			name: "aliases nesting 27,000 deep in chart values",
+			files: map[string]string{
+				"chart/Chart.yaml":        chartYAML,
+				"chart/values.yaml":       aliasChain(30, 900),
+				"chart/templates/cm.yaml": cm,
+			},
+			target: "chart", wantErr: true,
+			wantFile: "chart/values.yaml", wantMsg: []string{"nested more than 1000 levels deep"},
+		},
+		{
 			name:   "50 MB file",
 			files:  map[string]string{"app/cm.yaml": cm},
 			setup:  bigFile("app/huge.yaml", 50<<20),
@@ -527,5 +546,19 @@ func aliasBomb() string {
 		b.WriteString("]\n")
 		prev = n
 	}
+	return b.String()
+}
+
+// aliasChain builds a ConfigMap whose data.x is n pieces, each nesting the previous
+// one (through an alias) per levels deeper: n*levels deep in all, while no single
+// piece is deeper than levels.
+func aliasChain(n, levels int) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n")
+	b.WriteString("  p0: &p0 x\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  p%d: &p%d %s*p%d%s\n", i, i, strings.Repeat("[", levels), i-1, strings.Repeat("]", levels))
+	}
+	fmt.Fprintf(&b, "  x: *p%d\n", n)
 	return b.String()
 }

@@ -59,7 +59,7 @@ func DecodeYAML(data []byte, file string) ([]Document, error) {
 		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
 			continue // an empty document ("---" followed by nothing or comments)
 		}
-		c := converter{file: file, sizes: map[*yaml.Node]int{}, active: map[*yaml.Node]bool{}}
+		c := newConverter(file)
 		if _, err := c.size(root, 0); err != nil {
 			return nil, err
 		}
@@ -85,7 +85,7 @@ func checkYAML(data []byte, file string) error {
 		if err != nil {
 			return yamlError(err, file)
 		}
-		c := converter{file: file, sizes: map[*yaml.Node]int{}, active: map[*yaml.Node]bool{}}
+		c := newConverter(file)
 		if _, err := c.size(&n, 0); err != nil {
 			return err
 		}
@@ -118,17 +118,28 @@ func yamlError(err error, file string) error {
 type converter struct {
 	file   string
 	sizes  map[*yaml.Node]int // memoized expanded size per node
+	height map[*yaml.Node]int // memoized expanded depth below each node
 	active map[*yaml.Node]bool
+}
+
+func newConverter(file string) converter {
+	return converter{file: file, sizes: map[*yaml.Node]int{}, height: map[*yaml.Node]int{}, active: map[*yaml.Node]bool{}}
 }
 
 // size returns how many nodes n expands to, following aliases, and fails on
 // excessive expansion, alias cycles or excessive depth. It is linear in the
-// document thanks to memoization, so the check itself cannot be bombed.
+// document thanks to memoization, so the check itself cannot be bombed. Depth is
+// counted through aliases too: each anchored node remembers how deep it expands,
+// so a chain of aliases that each add a level cannot build an object deeper than
+// MaxDepth out of shallow pieces.
 func (c *converter) size(n *yaml.Node, depth int) (int, error) {
 	if depth > MaxDepth {
-		return 0, &Error{File: c.file, Line: n.Line, Err: fmt.Errorf("invalid YAML: nested more than %d levels deep", MaxDepth)}
+		return 0, c.tooDeep(n)
 	}
 	if s, ok := c.sizes[n]; ok {
+		if depth+c.height[n] > MaxDepth {
+			return 0, c.tooDeep(n)
+		}
 		return s, nil
 	}
 	if c.active[n] {
@@ -136,14 +147,14 @@ func (c *converter) size(n *yaml.Node, depth int) (int, error) {
 	}
 	c.active[n] = true
 	defer delete(c.active, n)
-	total := 1
+	total, height := 1, 0
 	switch n.Kind {
 	case yaml.AliasNode:
 		s, err := c.size(n.Alias, depth)
 		if err != nil {
 			return 0, err
 		}
-		total = s
+		total, height = s, c.height[n.Alias]
 	case yaml.MappingNode, yaml.SequenceNode, yaml.DocumentNode:
 		for _, ch := range n.Content {
 			s, err := c.size(ch, depth+1)
@@ -151,6 +162,7 @@ func (c *converter) size(n *yaml.Node, depth int) (int, error) {
 				return 0, err
 			}
 			total += s
+			height = max(height, c.height[ch]+1)
 			if total > maxExpandedNodes {
 				break
 			}
@@ -160,7 +172,12 @@ func (c *converter) size(n *yaml.Node, depth int) (int, error) {
 		return 0, &Error{File: c.file, Line: n.Line, Err: fmt.Errorf("invalid YAML: aliases expand the document to more than %d nodes (a YAML alias bomb?)", maxExpandedNodes)}
 	}
 	c.sizes[n] = total
+	c.height[n] = height
 	return total, nil
+}
+
+func (c *converter) tooDeep(n *yaml.Node) error {
+	return &Error{File: c.file, Line: n.Line, Err: fmt.Errorf("invalid YAML: nested more than %d levels deep", MaxDepth)}
 }
 
 func (c *converter) errorf(n *yaml.Node, format string, args ...any) error {
