@@ -1,7 +1,10 @@
 package render_test
 
 import (
+	"context"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/driftpreview/driftpreview/render"
 )
@@ -40,4 +43,47 @@ func BenchmarkRenderPlain(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRenderProcess measures what the render process costs per render: the
+// same targets in process and in a child process. cpu-ms/op counts this process
+// and its children.
+//
+//	go test ./render -run '^$' -bench RenderProcess -benchtime 20x
+func BenchmarkRenderProcess(b *testing.B) {
+	cases := []struct {
+		name, root, target string
+		opts               func(*render.Options)
+	}{
+		{"plain", "testdata/plain", "manifests", func(o *render.Options) { o.Plain.Recurse = true }},
+		{"kustomize", "testdata/kustomize", "overlays/prod", nil},
+		{"helm", "testdata/helm", "chart", func(o *render.Options) { o.Helm.ValuesFiles = []string{"values-prod.yaml"} }},
+	}
+	for _, c := range cases {
+		opts := render.DefaultOptions()
+		if c.opts != nil {
+			c.opts(&opts)
+		}
+		for _, mode := range []struct {
+			name string
+			fn   func(context.Context, string, string, render.Options) (render.ObjectSet, error)
+		}{{"in-process", render.RenderInProcess}, {"child", render.Render}} {
+			b.Run(c.name+"/"+mode.name, func(b *testing.B) {
+				start := cpuNow()
+				for b.Loop() {
+					if _, err := mode.fn(b.Context(), c.root, c.target, opts); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64((cpuNow()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
+}
+
+func cpuNow() time.Duration {
+	var self, children syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
 }

@@ -24,15 +24,22 @@
 //     an unvendored dependency is *Unavailable, not a broken chart.
 //   - YAML is parsed with go.yaml.in/yaml/v3 into nodes first; alias bombs, nesting
 //     deeper than MaxDepth and duplicate keys are errors before anything expands.
+//   - YAML depth is counted through aliases, so anchored pieces cannot add up to
+//     an object deeper than MaxDepth.
 //   - Files over Options.MaxFileBytes, targets reading or rendering more than
 //     Options.MaxTotalBytes, and renders longer than Options.Timeout are errors; a
 //     panic in a library becomes an error.
+//   - Every render runs in a child process (child.go): this binary started again
+//     in its render mode, with no environment, in its own process group, and with
+//     kernel limits set by the parent before any work: memory (RLIMIT_DATA,
+//     Options.MaxMemoryBytes), CPU time (RLIMIT_CPU, Options.MaxCPUTime), no
+//     core dumps, no files. The group is killed at Options.Timeout. A render that
+//     hits a limit is an *Error naming the limit; the caller's process never runs
+//     a template, so an out-of-memory or an endless loop cannot take it down.
 //
 // Problems the PR author must fix come back as *Error naming file and line, short
-// enough for a PR comment. Known gaps: a template that loops (without recursion)
-// past the timeout keeps its goroutine busy until it ends, since text/template
-// cannot be interrupted; kustomize also prints deprecation warnings on stderr
-// (they are in ObjectSet.Notes as well).
+// enough for a PR comment. Kustomize's deprecation warnings go to the render
+// process's stderr, which is dropped; they are in ObjectSet.Notes.
 //
 // render imports nothing else of driftpreview; diffing and bot build on it.
 package render

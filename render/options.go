@@ -29,11 +29,19 @@ type Options struct {
 	// CD Application does. Helm hooks are always left out of a Helm render.
 	ArgoCDHooks bool
 
-	// MaxFileBytes caps any single input file; MaxTotalBytes caps the rendered
-	// output of the target; Timeout caps the whole render.
-	MaxFileBytes  int64
-	MaxTotalBytes int64
-	Timeout       time.Duration
+	// MaxFileBytes caps any single input file; MaxTotalBytes caps what the target
+	// reads and renders together; MaxOutputBytes caps the rendered manifests
+	// alone (template output before parsing, and the result handed back by the
+	// render process); Timeout caps the whole render (wall clock).
+	MaxFileBytes   int64
+	MaxTotalBytes  int64
+	MaxOutputBytes int64
+	Timeout        time.Duration
+	// MaxMemoryBytes is the memory limit (RLIMIT_DATA: heap and other private
+	// writable memory) of the render process, and MaxCPUTime its CPU-time limit
+	// (RLIMIT_CPU): the kernel enforces both.
+	MaxMemoryBytes int64
+	MaxCPUTime     time.Duration
 }
 
 // PlainOptions applies to directories of YAML/JSON manifests.
@@ -72,14 +80,19 @@ type KustomizeOptions struct {
 	Components []string // paths relative to the checkout root
 }
 
-// DefaultOptions gives the limits the design card sets: 10 MiB per file, 100 MiB per
-// target, 60 s per render, and auto-detection of the renderer.
+// DefaultOptions gives the limits the design card sets: 10 MiB per file, 100 MiB
+// read and rendered per target, 32 MiB of rendered manifests per target, 60 s per
+// render, and a render process of at most 512 MiB of memory and 60 s of CPU time;
+// and auto-detection of the renderer.
 func DefaultOptions() Options {
 	return Options{
-		Renderer:      RendererAuto,
-		MaxFileBytes:  10 << 20,
-		MaxTotalBytes: 100 << 20,
-		Timeout:       60 * time.Second,
-		Helm:          HelmOptions{KubeVersion: "v1.37.0"},
+		Renderer:       RendererAuto,
+		MaxFileBytes:   10 << 20,
+		MaxTotalBytes:  100 << 20,
+		MaxOutputBytes: 32 << 20,
+		Timeout:        60 * time.Second,
+		MaxMemoryBytes: 512 << 20,
+		MaxCPUTime:     60 * time.Second,
+		Helm:           HelmOptions{KubeVersion: "v1.37.0"},
 	}
 }

@@ -11,10 +11,19 @@ import (
 
 // Render turns the target directory path (relative to the checkout root) into an
 // ObjectSet sorted by key. It picks the renderer per opts.Renderer, reads only files
-// inside root, and enforces opts' size and time limits. Problems in the files
-// come back as *Error (file and line); anything else, such as a bad root or a
-// cancelled ctx, as a plain error.
+// inside root, and enforces opts' size, memory, CPU and time limits. The render
+// runs in a child process (this same binary in its render mode, see child.go), so
+// a template that exhausts memory or loops kills only that process. Problems in
+// the files, and a render stopped by a limit, come back as *Error (file and line
+// where known); anything else, such as a bad root or a cancelled ctx, as a plain
+// error.
 func Render(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
+	return renderChild(ctx, root, target, withDefaults(opts))
+}
+
+// renderLocal renders in this process: what the child process runs. The timeout
+// here is a second line behind the parent's, which kills the child.
+func renderLocal(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
 	opts = withDefaults(opts)
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
@@ -60,6 +69,15 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = d.Timeout
+	}
+	if opts.MaxOutputBytes <= 0 {
+		opts.MaxOutputBytes = d.MaxOutputBytes
+	}
+	if opts.MaxMemoryBytes <= 0 {
+		opts.MaxMemoryBytes = d.MaxMemoryBytes
+	}
+	if opts.MaxCPUTime <= 0 {
+		opts.MaxCPUTime = d.MaxCPUTime
 	}
 	if opts.Helm.KubeVersion == "" {
 		opts.Helm.KubeVersion = d.Helm.KubeVersion
