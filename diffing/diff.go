@@ -38,6 +38,9 @@ type differ struct {
 	// reported marks (key, path) pairs that already have a live-drift or
 	// field-conflict finding, so conflicts and the base↔live scan do not repeat.
 	reported map[string]bool
+	// serverJudged marks head keys whose update the apiserver answered in dry-run
+	// mode (accepted, or refused as immutable): the immutable table is not asked.
+	serverJudged map[render.ObjectKey]bool
 }
 
 // Diff compares one target's base and head with each other and, when in.Live is
@@ -50,6 +53,8 @@ func Diff(in Input, opts Options) TargetReport {
 		opts:     opts,
 		changes:  map[render.ObjectKey]*Change{},
 		reported: map[string]bool{},
+
+		serverJudged: map[render.ObjectKey]bool{},
 	}
 	d.tr = TargetReport{
 		Name:     in.Name,

@@ -56,9 +56,14 @@ var immutableFields = []immutableField{
 
 // checkImmutable compares each head object with what it updates — the live object
 // when live was read, else the base render — field by field through the table.
+// Objects whose update the apiserver itself judged (dry-run) are skipped: its
+// answer is the finding, and one refusal gives one finding.
 func (d *differ) checkImmutable() {
 	for _, ho := range d.in.Head.Objects {
 		k := ho.Key
+		if d.serverJudged[k] {
+			continue
+		}
 		var ref, base *unstructured.Unstructured
 		if b := d.base[k]; b != nil {
 			base = b.Obj
@@ -71,30 +76,45 @@ func (d *differ) checkImmutable() {
 		if ref == nil {
 			continue // created, not updated
 		}
-		for _, f := range immutableFields {
-			if !slices.Contains(f.kinds, k.GroupKind()) {
-				continue
+		for _, h := range immutableHits(k, ho.Obj, ref, base, d.liveOK) {
+			what := code(h.path) + " cannot be updated"
+			if h.change != "" {
+				what = fmt.Sprintf("%s cannot change %s", code(h.path), h.change)
 			}
-			var refused bool
-			var change string
-			if f.check != nil {
-				refused, change = f.check(ho.Obj, ref, base, d.liveOK)
-			} else {
-				refused, change = fieldChanged(ho.Obj, ref, base, f.path, d.liveOK)
-			}
-			if !refused {
-				continue
-			}
-			if isSecretKey(k) {
-				change = ""
-			}
-			what := code(f.path) + " cannot be updated"
-			if change != "" {
-				what = fmt.Sprintf("%s cannot change %s", code(f.path), change)
-			}
-			d.immutableFinding(k, f.path, what)
+			d.immutableFinding(k, h.path, what)
 		}
 	}
+}
+
+// immutableHit is one table field that an update changes.
+type immutableHit struct {
+	path, change string
+}
+
+// immutableHits are the table's fields that updating ref to head changes, with a
+// short "from → to" (empty for Secrets).
+func immutableHits(k render.ObjectKey, head, ref, base *unstructured.Unstructured, refIsLive bool) []immutableHit {
+	var hits []immutableHit
+	for _, f := range immutableFields {
+		if !slices.Contains(f.kinds, k.GroupKind()) {
+			continue
+		}
+		var refused bool
+		var change string
+		if f.check != nil {
+			refused, change = f.check(head, ref, base, refIsLive)
+		} else {
+			refused, change = fieldChanged(head, ref, base, f.path, refIsLive)
+		}
+		if !refused {
+			continue
+		}
+		if isSecretKey(k) {
+			change = ""
+		}
+		hits = append(hits, immutableHit{f.path, change})
+	}
+	return hits
 }
 
 // immutableFinding reports a refused update. what is the start of the sentence,

@@ -22,9 +22,14 @@ func (d *differ) checkLive() {
 		lo := live.Objects[k]
 		pred, ok := live.Predictions[k]
 		if pred.Err != nil {
-			d.applyError(k, ho.Obj, lo, pred.Err)
-			c.LiveAction = ActionUnchanged
+			d.refused(k, ho.Obj, lo, pred)
 			continue
+		}
+		if pred.Note != "" {
+			d.note(pred.Note)
+		}
+		if lo != nil && live.Mode == liveModeDryRun {
+			d.serverJudged[k] = true // the apiserver accepted the update
 		}
 		predicted := pred.Object
 		if !ok || predicted == nil {
@@ -172,6 +177,107 @@ func (d *differ) scanDrift(k render.ObjectKey, live, head *unstructured.Unstruct
 
 func later(a, b *time.Time) bool {
 	return a != nil && (b == nil || a.After(*b))
+}
+
+// liveModeDryRun is diffing/live's ModeDryRun: predictions come from the apiserver.
+const liveModeDryRun = "dry-run"
+
+// refused reports an apply the API would refuse. A classified refusal (the
+// apiserver's own answer in dry-run mode) gives exactly one finding: RBAC and
+// escalation refusals are about the asking identity, so only that object's live
+// side is unavailable; admission denials and invalid objects are apply-errors
+// naming who refused; immutable fields are immutable-field. An unclassified error
+// is read from its text.
+func (d *differ) refused(k render.ObjectKey, head, live *unstructured.Unstructured, pred Prediction) {
+	c := d.changes[k]
+	r := pred.Refusal
+	if r == nil {
+		d.applyError(k, head, live, pred.Err)
+		c.LiveAction = ActionUnchanged
+		return
+	}
+	verb := "update"
+	if live == nil {
+		verb = "create"
+	}
+	switch r.Kind {
+	case RefusalForbidden:
+		c.LiveAction = ""
+		d.serverJudged[k] = false
+		d.liveUnavailable(k, fmt.Sprintf("RBAC refused the dry-run %s of this object (%s), so its live diff, conflicts and drift are missing. This is about the identity driftpreview runs as, not the manifest.",
+			verb, oneLine(scrubSecrets(r.Detail, head, live))))
+		d.note(fmt.Sprintf("Dry-run mode needs `patch` permission on every object it previews (a dry-run persists nothing); on cluster `%s` the identity lacks it for %s. Grant it, or use simulate mode, which needs only get and list.", d.clusterName(), k.Kind))
+	case RefusalEscalation:
+		c.LiveAction = ""
+		d.liveUnavailable(k, fmt.Sprintf("The apiserver's RBAC escalation prevention refused the dry-run %s: the identity driftpreview runs as does not hold every permission this %s grants, so the apiserver will not let it grant them. This says nothing about the manifest: the sync succeeds if %s holds those permissions (or may `escalate`/`bind`). Grant the dry-run identity `escalate` and `bind` on roles and clusterroles to preview it.",
+			verb, k.Kind, d.who()))
+	case RefusalAdmission:
+		c.LiveAction = ActionUnchanged
+		by := r.By
+		if by == "" {
+			by = "admission"
+		}
+		detail := ""
+		if r.Detail != "" && !isSecretKey(k) {
+			detail = " (" + oneLine(r.Detail) + ")"
+		}
+		d.add(Finding{Rule: RuleApplyError, Key: k, Message: fmt.Sprintf(
+			"%s denies the %s%s, so the sync will fail until the manifest or the admission rule changes.", upperFirst(by), verb, detail)})
+	case RefusalImmutable:
+		c.LiveAction = ActionUnchanged
+		d.serverJudged[k] = true
+		d.immutableRefused(k, head, live, r)
+	default:
+		c.LiveAction = ActionUnchanged
+		text := r.Detail
+		if text == "" {
+			text = pred.Err.Error()
+		}
+		text = oneLine(scrubSecrets(text, head, live))
+		d.add(Finding{Rule: RuleApplyError, Key: k, Message: fmt.Sprintf(
+			"The API rejects the object (%s), so the sync will fail until the manifest is fixed.", text)})
+	}
+}
+
+// immutableRefused reports the apiserver's refusal to update a field: one finding,
+// at the field the immutable table names when it knows the change (the server
+// may only say `spec`), else at the first field the server names.
+func (d *differ) immutableRefused(k render.ObjectKey, head, live *unstructured.Unstructured, r *Refusal) {
+	path := ""
+	if len(r.Paths) > 0 {
+		path = r.Paths[0]
+	}
+	if live != nil {
+		var base *unstructured.Unstructured
+		if b := d.base[k]; b != nil {
+			base = b.Obj
+		}
+		for _, h := range immutableHits(k, head, live, base, true) {
+			if path == "" || pointerCovers(path, h.path) || pointerCovers(h.path, path) {
+				path = h.path
+				break
+			}
+		}
+	}
+	detail := r.Detail
+	if detail == "" {
+		detail = "field is immutable"
+	}
+	d.immutableFinding(k, path, fmt.Sprintf("The API refuses the update (%s)", oneLine(scrubSecrets(detail, head, live))))
+}
+
+// note adds a remark to the target's notes once.
+func (d *differ) note(n string) {
+	if !slices.Contains(d.tr.Notes, n) {
+		d.tr.Notes = append(d.tr.Notes, n)
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // applyError reports an error the API returns for applying head: immutable-field

@@ -94,6 +94,46 @@ type Prediction struct {
 	Conflicts []Conflict
 	// Err is an apply error the API would return (immutable field, admission).
 	Err error
+	// Refusal classifies Err when the apiserver itself answered (dry-run mode). It
+	// is nil for errors only known by their text (simulate), which diffing reads
+	// from Err.
+	Refusal *Refusal
+	// Note is a remark for the target's notes, such as why an object was not
+	// dry-run (its namespace does not exist yet).
+	Note string
+}
+
+// RefusalKind says why the apiserver refused a dry-run apply.
+type RefusalKind string
+
+// The kinds of Refusal. Forbidden and Escalation are about the identity that asks,
+// not the manifest: they give no verdict on the object.
+const (
+	// RefusalForbidden: RBAC denied the request (the identity lacks patch).
+	RefusalForbidden RefusalKind = "forbidden"
+	// RefusalEscalation: RBAC escalation prevention refused a Role, ClusterRole or
+	// binding granting permissions the asking identity does not hold.
+	RefusalEscalation RefusalKind = "escalation"
+	// RefusalAdmission: an admission plugin, webhook or ValidatingAdmissionPolicy
+	// denied the object.
+	RefusalAdmission RefusalKind = "admission"
+	// RefusalImmutable: validation refused to update a field that cannot change.
+	RefusalImmutable RefusalKind = "immutable"
+	// RefusalInvalid: any other rejection (validation, conflict, bad request).
+	RefusalInvalid RefusalKind = "invalid"
+)
+
+// Refusal is one classified apiserver answer to a dry-run apply.
+type Refusal struct {
+	Kind RefusalKind
+	// By names who refused: `admission webhook "x"`, `ValidatingAdmissionPolicy
+	// "p"`, `admission plugin PersistentVolumeClaimResize`; empty when unknown.
+	By string
+	// Paths are the refused fields as JSON pointers (from the status causes).
+	Paths []string
+	// Detail is a short reason without values ("field is immutable"), safe to show
+	// for Secrets too.
+	Detail string
 }
 
 // Conflict is one field that head sets but another field manager owns live.

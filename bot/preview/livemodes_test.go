@@ -69,7 +69,8 @@ func TestLiveModes(t *testing.T) {
 }
 
 // TestDryRunNeedsPatch shows why simulate is the default: a read-only identity
-// cannot dry-run, and the report says so instead of showing a partial diff.
+// cannot dry-run. Each object it could not dry-run is live-unavailable with a note
+// on the missing permission, never an apply-error blaming the manifest.
 func TestDryRunNeedsPatch(t *testing.T) {
 	readOnly := cluster.UserConfig(t, "driftpreview-readonly-dryrun", readOnlyRules)
 	dir := "../../fixtures/scenarios/02-kubectl-edit-configmap"
@@ -87,10 +88,14 @@ func TestDryRunNeedsPatch(t *testing.T) {
 	}
 	got := findingLines(rep)
 	t.Logf("dry-run as a read-only user: %s", strings.Join(got, "; "))
-	if diff := cmp.Diff([]string{"live-unavailable"}, got); diff != "" {
-		t.Errorf("dry-run without patch RBAC must make the live side unavailable, not partial (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"live-unavailable ConfigMap/s02/settings"}, got); diff != "" {
+		t.Errorf("dry-run without patch RBAC must make the object's live side unavailable (-want +got):\n%s", diff)
 	}
-	if rep.Targets[0].LiveChecked || len(rep.Targets[0].Findings) != 1 || !strings.Contains(rep.Targets[0].Findings[0].Message, "needs patch permission") {
-		t.Errorf("want one live-unavailable finding naming the missing patch permission, got %+v", rep.Targets[0].Findings)
+	tr := rep.Targets[0]
+	if tr.LiveChecked || len(tr.Findings) != 1 || !strings.Contains(tr.Findings[0].Message, "RBAC refused the dry-run update") {
+		t.Errorf("want one live-unavailable finding naming the RBAC refusal, got %+v", tr.Findings)
+	}
+	if !slices.ContainsFunc(tr.Notes, func(n string) bool { return strings.Contains(n, "needs `patch` permission") }) {
+		t.Errorf("notes %q do not name the missing patch permission", tr.Notes)
 	}
 }

@@ -68,6 +68,12 @@ var must = map[string]struct {
 	"13-render-failure":      {[]string{"render-error"}, true},
 	"14-cluster-unreachable": {[]string{"live-unavailable"}, true},
 	"15-clean":               {nil, false},
+	// Dry-run scenarios (TestDryRunScenarios): simulate cannot see admission or RBAC.
+	"40-admission-policy":      {[]string{"live-drift ConfigMap/s40/flags /data/CHECKOUT_V2 kubectl-edit"}, false},
+	"41-rbac-escalation":       {nil, false},
+	"42-create-rejected":       {nil, false},
+	"43-secret-rbac-forbidden": {[]string{"live-drift ConfigMap/s43/settings /data/LOG_LEVEL kubectl-edit", "secret-change Secret/s43/api-creds"}, false},
+	"44-pvc-resize-admission":  {[]string{"stateful-change PersistentVolumeClaim/s44/data"}, false},
 }
 
 func TestScenarios(t *testing.T) {

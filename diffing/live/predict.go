@@ -51,15 +51,22 @@ func (st *read) predict(ctx context.Context, base, head render.ObjectSet, out *d
 		gvk := o.Obj.GroupVersionKind()
 		res, served := st.cat.lookup(gvk.GroupKind(), gvk.Version)
 		live := out.Objects[o.Key]
+		// Dry-run mode sends creates to the server too, so validation, admission
+		// and RBAC escalation prevention judge new objects as well.
+		create := live == nil && st.opts.Mode == ModeDryRun && served && res.gvr.Version == gvk.Version
 		switch {
-		case !served || live == nil:
+		case !served || (live == nil && !create):
 			out.Predictions[o.Key] = diffing.Prediction{Object: st.masked(o.Key, o.Obj.DeepCopy())}
 		case res.gvr.Version != gvk.Version:
 			out.Predictions[o.Key] = diffing.Prediction{Err: fmt.Errorf(
 				"applying %s on cluster %s: the cluster does not serve %s in version %s (it serves %s)",
 				o.Key, st.cluster, gvk.Kind, gvk.GroupVersion(), res.gvr.GroupVersion())}
 		default:
-			j := job{key: o.Key, res: res, head: st.prepare(o.Obj, res, live), live: live}
+			ns := st.liveKey(o.Key, res).Namespace
+			if live != nil {
+				ns = live.GetNamespace()
+			}
+			j := job{key: o.Key, res: res, head: st.prepare(o.Obj, res, ns), live: live}
 			if b := baseObjs[o.Key]; b != nil && b.Obj != nil {
 				j.base = b.Obj.Object
 			}
@@ -89,9 +96,9 @@ func (st *read) predict(ctx context.Context, base, head render.ObjectSet, out *d
 	wg.Wait()
 }
 
-// prepare returns head as an apply request: without server-set metadata, in the
-// live object's namespace.
-func (st *read) prepare(obj *unstructured.Unstructured, res resource, live *unstructured.Unstructured) *unstructured.Unstructured {
+// prepare returns head as an apply request: without server-set metadata, in
+// namespace ns (the live object's).
+func (st *read) prepare(obj *unstructured.Unstructured, res resource, ns string) *unstructured.Unstructured {
 	u := obj.DeepCopy()
 	for _, f := range []string{"managedFields", "resourceVersion", "uid", "generation", "selfLink"} {
 		unstructured.RemoveNestedField(u.Object, "metadata", f)
@@ -100,7 +107,7 @@ func (st *read) prepare(obj *unstructured.Unstructured, res resource, live *unst
 		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	}
 	if res.namespaced {
-		u.SetNamespace(live.GetNamespace())
+		u.SetNamespace(ns)
 	} else {
 		unstructured.RemoveNestedField(u.Object, "metadata", "namespace")
 	}
@@ -190,19 +197,24 @@ func clientSideManagers(obj *unstructured.Unstructured) (sets.Set[string], error
 }
 
 // dryRun asks the apiserver: a server-side apply with dryRun=All without force for
-// the conflicts, then with force for the predicted object.
+// the conflicts, then with force for the predicted object. Every refusal is
+// classified (diffing.Refusal), so diffing can tell the manifest's faults from the
+// asking identity's.
 func (st *read) dryRun(ctx context.Context, j job) diffing.Prediction {
 	var ri dynamic.ResourceInterface = st.r.dyn.Resource(j.res.gvr)
 	if j.res.namespaced {
-		ri = st.r.dyn.Resource(j.res.gvr).Namespace(j.live.GetNamespace())
+		ri = st.r.dyn.Resource(j.res.gvr).Namespace(j.head.GetNamespace())
 	}
 	opts := metav1.ApplyOptions{FieldManager: st.opts.Manager, DryRun: []string{metav1.DryRunAll}}
+	if j.live == nil {
+		return st.dryRunCreate(ctx, ri, j, opts)
+	}
 	obj, err := ri.Apply(ctx, j.head.GetName(), j.head, opts)
 	var p diffing.Prediction
 	if err != nil {
 		conflicts, ok := conflictsFrom(err, j.live, j.head)
 		if !ok {
-			return diffing.Prediction{Err: st.applyError("dry-run apply of", j.key, err)}
+			return st.refused("dry-run apply of", j.key, err)
 		}
 		// The apiserver does not upgrade client-side-apply managers; the GitOps
 		// controllers do before they apply, so their fields are no conflict.
@@ -213,11 +225,46 @@ func (st *read) dryRun(ctx context.Context, j job) diffing.Prediction {
 		p.Conflicts = slices.DeleteFunc(conflicts, func(c diffing.Conflict) bool { return csa.Has(c.Manager) })
 		opts.Force = true
 		if obj, err = ri.Apply(ctx, j.head.GetName(), j.head, opts); err != nil {
-			return diffing.Prediction{Conflicts: p.Conflicts, Err: st.applyError("dry-run forced apply of", j.key, err)}
+			r := st.refused("dry-run forced apply of", j.key, err)
+			r.Conflicts = p.Conflicts
+			return r
 		}
 	}
 	p.Object = obj
 	return p
+}
+
+// dryRunCreate sends an object that is not live yet to the server as a dry-run
+// apply, which creates it. A namespace that does not exist yet (the merge creates
+// it) cannot be dry-run into: the dry-run of the Namespace persists nothing, so
+// the object is shown as head says, with a note saying why. On success the
+// prediction is head as it is, as in simulate mode; the server's defaults are not
+// part of what the PR creates.
+func (st *read) dryRunCreate(ctx context.Context, ri dynamic.ResourceInterface, j job, opts metav1.ApplyOptions) diffing.Prediction {
+	_, err := ri.Apply(ctx, j.head.GetName(), j.head, opts)
+	if err == nil {
+		return diffing.Prediction{Object: j.head}
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && apierrors.IsNotFound(err) {
+		if d := se.Status().Details; d != nil && d.Kind == "namespaces" {
+			return diffing.Prediction{Object: j.head, Note: fmt.Sprintf(
+				"Objects in namespace `%s` were not dry-run: the namespace does not exist on cluster `%s` yet, and the apiserver cannot dry-run into a namespace that does not exist (a dry-run of the Namespace persists nothing). They are shown as head says.",
+				d.Name, st.cluster)}
+		}
+	}
+	return st.refused("dry-run create of", j.key, err)
+}
+
+// refused is the prediction for a refused dry-run: the error for messages, and the
+// server's answer classified. For Secrets, free text that may quote a value
+// (admission messages, other validation) is dropped from the classification.
+func (st *read) refused(op string, k render.ObjectKey, err error) diffing.Prediction {
+	r := classify(err, isSecret(k))
+	if r != nil && isSecret(k) && r.Kind == diffing.RefusalAdmission {
+		r.Detail = ""
+	}
+	return diffing.Prediction{Err: st.applyError(op, k, err), Refusal: r}
 }
 
 // applyError names the operation, object and cluster. For Secrets it keeps only the
@@ -242,7 +289,21 @@ func (st *read) applyError(op string, k render.ObjectKey, err error) error {
 		if len(fields) > 0 {
 			msg += " in " + strings.Join(fields, ", ")
 		}
-		return errors.New(msg + "; details hidden for Secrets")
+		return &hiddenError{msg: msg + "; details hidden for Secrets", status: metav1.Status{
+			Status: s.Status, Reason: s.Reason, Code: s.Code, Message: "details hidden for Secrets",
+		}}
 	}
 	return fmt.Errorf("%s %s on cluster %s failed; details hidden for Secrets", op, k, st.cluster)
 }
+
+// hiddenError is an API error of a Secret without its message. It keeps the status
+// reason and code, so apierrors.IsForbidden and friends still recognise it.
+type hiddenError struct {
+	msg    string
+	status metav1.Status
+}
+
+func (e *hiddenError) Error() string { return e.msg }
+
+// Status implements apierrors.APIStatus.
+func (e *hiddenError) Status() metav1.Status { return e.status }

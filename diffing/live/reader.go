@@ -186,13 +186,14 @@ func (st *read) run(ctx context.Context, base, head render.ObjectSet) (*diffing.
 	return out, nil
 }
 
-// permissionError turns an apply the API refused for lack of RBAC (dry-run needs
-// patch) into an error for the whole read: a missing permission is not something
-// the PR did, and a report with some objects compared and others not is partial.
+// permissionError turns an apply the API refused because the identity is not
+// authenticated into an error for the whole read. An RBAC refusal (forbidden) is
+// per object instead: diffing reports that object's live side as unavailable and
+// keeps the others (the identity may patch ConfigMaps but not Secrets).
 func (st *read) permissionError(out *diffing.LiveState) error {
 	for _, k := range slices.SortedFunc(maps.Keys(out.Predictions), render.ObjectKey.Compare) {
-		if err := out.Predictions[k].Err; apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			return fmt.Errorf("%s mode on cluster %s needs patch permission (server-side apply with dryRun=All), which this identity lacks; use simulate mode or grant it: %w", st.opts.Mode, st.cluster, err)
+		if err := out.Predictions[k].Err; apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("%s mode on cluster %s: the apiserver does not accept this identity's credentials: %w", st.opts.Mode, st.cluster, err)
 		}
 	}
 	return nil
