@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -27,14 +29,7 @@ func (r repo) git(ctx context.Context, extraEnv []string, args ...string) ([]byt
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 500 {
-			msg = msg[:500] + "…"
-		}
-		if msg == "" {
-			msg = err.Error()
-		}
-		return nil, fmt.Errorf("git %s: %s", args[0], msg)
+		return nil, fmt.Errorf("git %s: %s", args[0], gitMessage(stderr.String(), err))
 	}
 	return stdout.Bytes(), nil
 }
@@ -51,9 +46,22 @@ func (r repo) resolve(ctx context.Context, ref string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// Checkout limits. A pull request is untrusted, and git compresses well: a 32 KiB
+// pack holding one 10 MiB blob under nested trees checks out to 1,000 MiB. So the
+// tree is sized from git's listing before a byte is written. Far above any GitOps
+// repository; they apply to each of base and head.
+var (
+	maxCheckoutBytes int64 = 256 << 20
+	maxCheckoutFiles int64 = 50_000
+)
+
 // checkout writes the tree of commit sha into dir (which must exist and be empty)
-// through a throwaway index, leaving the repository itself untouched.
+// through a throwaway index, leaving the repository itself untouched. A tree over
+// the checkout limits is an error before anything is written.
 func (r repo) checkout(ctx context.Context, sha, dir string) error {
+	if err := r.checkTreeSize(ctx, sha); err != nil {
+		return fmt.Errorf("checking out %s: %w", short(sha), err)
+	}
 	index := filepath.Join(dir, ".driftpreview-index")
 	env := []string{"GIT_INDEX_FILE=" + index}
 	if _, err := r.git(ctx, env, "read-tree", sha); err != nil {
@@ -63,6 +71,96 @@ func (r repo) checkout(ctx context.Context, sha, dir string) error {
 		return fmt.Errorf("checking out %s: %w", short(sha), err)
 	}
 	return os.Remove(index)
+}
+
+// checkTreeSize lists the blobs of sha as `git ls-tree -r` streams them, failing
+// as soon as there are more than maxCheckoutFiles (so a tree listing millions of
+// paths is never read to its end), then sizes each distinct blob once with `git
+// cat-file --batch-check` and fails when the files add up to more than
+// maxCheckoutBytes. (`ls-tree -l` would look up the size of every path: a minute
+// for 60,000 paths of one loose blob.)
+func (r repo) checkTreeSize(ctx context.Context, sha string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", r.dir, "ls-tree", "-r", "-z", "--full-tree", sha)
+	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), r.env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("git ls-tree: %w", err)
+	}
+	var files int64
+	blobs := map[string]int64{} // object → how many paths hold it
+	br := bufio.NewReaderSize(out, 64<<10)
+	for files <= maxCheckoutFiles {
+		// "<mode> <type> <object>\t<path>\0"; submodules are "commit".
+		rec, err := br.ReadBytes(0)
+		if meta, _, ok := strings.Cut(string(rec), "\t"); ok {
+			if f := strings.Fields(meta); len(f) == 3 && f[1] == "blob" {
+				files++
+				blobs[f[2]]++
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if files > maxCheckoutFiles {
+		cancel()
+		_ = cmd.Wait()
+		return fmt.Errorf("the commit has more than %d files, the limit per checkout; driftpreview does not check out trees that large (look for the files the PR adds)", maxCheckoutFiles)
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("git ls-tree: %s", gitMessage(stderr.String(), err))
+	}
+
+	var ids strings.Builder
+	for id := range blobs {
+		ids.WriteString(id + "\n")
+	}
+	sizes, err := r.gitStdin(ctx, ids.String(), "cat-file", "--batch-check=%(objectname) %(objectsize)")
+	if err != nil {
+		return err
+	}
+	var total int64
+	for l := range strings.Lines(string(sizes)) {
+		id, n, _ := strings.Cut(strings.TrimSpace(l), " ")
+		size, _ := strconv.ParseInt(n, 10, 64)
+		total += size * blobs[id]
+	}
+	if total > maxCheckoutBytes {
+		return fmt.Errorf("the commit's files add up to %d MiB, over the %d MiB limit per checkout; driftpreview does not check out trees that large (look for big or repeated files the PR adds)", total>>20, maxCheckoutBytes>>20)
+	}
+	return nil
+}
+
+// gitStdin runs a git command with stdin.
+func (r repo) gitStdin(ctx context.Context, stdin string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", r.dir}, args...)...)
+	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), r.env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("git %s: %s", args[0], gitMessage(stderr.String(), err))
+	}
+	return stdout.Bytes(), nil
+}
+
+// gitMessage is git's stderr, shortened, or err when git said nothing.
+func gitMessage(stderr string, err error) string {
+	msg := strings.TrimSpace(stderr)
+	if len(msg) > 500 {
+		msg = msg[:500] + "…"
+	}
+	if msg == "" {
+		msg = err.Error()
+	}
+	return msg
 }
 
 // changed lists the files that head changes relative to its merge base with base:
