@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"regexp"
 	"slices"
@@ -23,7 +24,8 @@ var kustomizeLock = make(chan struct{}, 1)
 const originAnnotation = "config.kubernetes.io/origin"
 
 // renderKustomize builds the kustomization in dir with krusty over the sandboxed
-// filesystem. The target is wrapped in a generated kustomization that applies
+// filesystem. A directory without a kustomization gets one generated the way
+// Flux's kustomize-controller does (see generateKustomization). The target is wrapped in a generated kustomization that applies
 // opts.Kustomize and asks for origin annotations, so no file is ever edited.
 func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options) (ObjectSet, error) {
 	kustFile := ""
@@ -33,11 +35,15 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 			break
 		}
 	}
-	if kustFile == "" {
-		return ObjectSet{}, &Error{File: dir, Err: errors.New("no kustomization.yaml, kustomization.yml or Kustomization in the directory")}
-	}
-
 	fsys := newKFS(sb)
+	if kustFile == "" {
+		gen, err := generateKustomization(ctx, sb, dir)
+		if err != nil {
+			return ObjectSet{}, err
+		}
+		kustFile = path.Join(dir, "kustomization.yaml")
+		fsys.overlay[path.Join(checkoutMount, kustFile)] = gen
+	}
 	wrapper, err := wrapperKustomization(sb, dir, opts.Kustomize)
 	if err != nil {
 		return ObjectSet{}, err
@@ -77,6 +83,57 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 		set.Objects = append(set.Objects, o.Object)
 	}
 	return set, nil
+}
+
+// generateKustomization writes the kustomization Flux's kustomize-controller
+// generates for a directory without one (fluxcd/pkg kustomize,
+// findOrGenerateKustomization and scanManifests): its resources are every .yaml and
+// .yml file below dir, in walk order, and every subdirectory that holds its own
+// kustomization, which is not descended into. An empty directory gets a placeholder
+// namespace, as Flux sets, so the build yields nothing instead of failing.
+func generateKustomization(ctx context.Context, sb *sandbox, dir string) ([]byte, error) {
+	var resources []string
+	err := fs.WalkDir(sb.fsys(), dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return sb.explain(p, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		rel := "./" + strings.TrimPrefix(p, dir+"/")
+		if dir == "." {
+			rel = "./" + p
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return fs.SkipDir
+			}
+			for _, n := range kustomizationNames {
+				if fi, err := sb.stat(path.Join(p, n)); err == nil && !fi.IsDir() {
+					resources = append(resources, rel)
+					return fs.SkipDir
+				}
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && hasExt(p, ".yaml", ".yml") {
+			resources = append(resources, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	k := map[string]any{"apiVersion": types.KustomizationVersion, "kind": types.KustomizationKind}
+	if len(resources) == 0 {
+		k["namespace"] = "_placeholder"
+	} else {
+		k["resources"] = resources
+	}
+	return sigsyaml.Marshal(k)
 }
 
 // originOf reads (and removes) kustomize's origin annotation: the file a resource

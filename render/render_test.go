@@ -79,6 +79,13 @@ patch: |-
 			},
 		},
 		{
+			// No kustomization.yaml: generated the way kustomize-controller does.
+			name:   "kustomize-flux-generated",
+			root:   "testdata/fluxgen",
+			target: "apps",
+			opts:   func(o *render.Options) { o.Renderer = render.RendererKustomize },
+		},
+		{
 			name:   "helm",
 			root:   "testdata/helm",
 			target: "chart",
@@ -159,5 +166,30 @@ func TestRenderAutoDetect(t *testing.T) {
 				t.Errorf("no object from %s; sources:\n%s", tc.wantSource, strings.Join(sources, "\n"))
 			}
 		})
+	}
+}
+
+// TestKustomizeGeneratedEdges: an empty directory builds to nothing (Flux's
+// placeholder namespace), and the checkout root itself can be the target.
+func TestKustomizeGeneratedEdges(t *testing.T) {
+	opts := render.DefaultOptions()
+	opts.Renderer = render.RendererKustomize
+	set, err := render.Render(t.Context(), "testdata/fluxgen", "apps/empty", opts)
+	if err != nil {
+		t.Fatalf("Render(apps/empty): %v", err)
+	}
+	if len(set.Objects) != 0 {
+		t.Errorf("apps/empty rendered %d objects, want none", len(set.Objects))
+	}
+	root, err := render.Render(t.Context(), "testdata/fluxgen", ".", opts)
+	if err != nil {
+		t.Fatalf("Render(.): %v", err)
+	}
+	apps, err := render.Render(t.Context(), "testdata/fluxgen", "apps", opts)
+	if err != nil {
+		t.Fatalf("Render(apps): %v", err)
+	}
+	if g, w := golden(t, root), golden(t, apps); g != w {
+		t.Errorf("the root renders\n%s\nwant the same as apps/:\n%s", g, w)
 	}
 }

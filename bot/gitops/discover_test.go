@@ -171,7 +171,7 @@ func TestDiscoverFlux(t *testing.T) {
 			Controller: ks("apps", "clusters/prod/apps.yaml", true, false),
 		},
 		{
-			Name: "flux-system", Path: "clusters/prod", Cluster: "prod", Renderer: "plain", Prune: true, SelfHeal: true, Manager: "kustomize-controller",
+			Name: "flux-system", Path: "clusters/prod", Cluster: "prod", Renderer: "kustomize", Prune: true, SelfHeal: true, Manager: "kustomize-controller",
 			Controller: ks("flux-system", "clusters/prod/flux-system/gotk-sync.yaml", true, false),
 		},
 		{
@@ -179,7 +179,7 @@ func TestDiscoverFlux(t *testing.T) {
 			Controller: ks("infrastructure", "clusters/prod/infrastructure.yaml", true, false),
 		},
 		{
-			Name: "legacy", Path: "apps/legacy", Namespace: "legacy", Cluster: "prod", Renderer: "plain", SelfHeal: true, Manager: "kustomize-controller",
+			Name: "legacy", Path: "apps/legacy", Namespace: "legacy", Cluster: "prod", Renderer: "kustomize", SelfHeal: true, Manager: "kustomize-controller",
 			Findings:   []string{"sync-disabled/warning Kustomization/flux-system/legacy: Kustomization legacy is suspended: this PR will not be applied until it is resumed."},
 			Controller: ks("legacy", "clusters/prod/legacy.yaml", false, true),
 		},

@@ -202,9 +202,11 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 		t.Notes = append(t.Notes, fmt.Sprintf("path %s does not exist in this checkout", p))
 	}
 	if r == render.RendererPlain {
-		// kustomize-controller generates a kustomization of every manifest below
-		// the path.
-		opts.Plain.Recurse = true
+		// kustomize-controller generates a kustomization for a path without one
+		// (fluxcd/pkg kustomize, findOrGenerateKustomization): its resources are
+		// the manifests below the path and the subdirectories that have their
+		// own kustomization. The kustomize renderer does the same.
+		r = render.RendererKustomize
 	}
 	opts.Renderer = r
 	opts.Namespace = s.TargetNamespace
@@ -234,9 +236,6 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 			return t, true
 		}
 		k.Components = append(k.Components, cp)
-	}
-	if r == render.RendererPlain && (k.NamePrefix != "" || k.NameSuffix != "" || len(k.Images) > 0 || len(k.Patches) > 0 || len(k.Components) > 0 || len(k.CommonLabels) > 0 || len(k.CommonAnnotations) > 0) {
-		opts.Renderer = render.RendererKustomize
 	}
 	t.Render = opts
 	if pb := s.PostBuild; pb != nil {
