@@ -17,52 +17,92 @@ import (
 )
 
 // fluxIndex holds the Flux sources and the ConfigMaps and Secrets found so far.
+// Every key starts with the cluster the object is in ("" for a file outside any
+// clusters/<name>/ directory that no cluster's target has rendered).
 type fluxIndex struct {
-	// gitRepos maps namespace/name of each GitRepository to its URL.
-	gitRepos map[string]string
-	// helmRepos maps namespace/name of each HelmRepository or OCIRepository to its URL.
+	// gitRepos maps cluster|namespace/name of each GitRepository to its spec.
+	gitRepos map[string]fluxGitRepo
+	// helmRepos maps cluster|namespace/name of each HelmRepository or
+	// OCIRepository to its URL.
 	helmRepos  map[string]string
+	artifacts  map[string]*fluxArtifact
 	configMaps map[string]*manifest
 	secrets    map[string]*manifest
 }
 
+// fluxGitRepo is what discovery reads of a GitRepository.
+type fluxGitRepo struct {
+	URL string `json:"url"`
+	Ref struct {
+		Branch string `json:"branch"`
+		Tag    string `json:"tag"`
+		SemVer string `json:"semver"`
+		Name   string `json:"name"`
+		Commit string `json:"commit"`
+	} `json:"ref"`
+}
+
 func nsName(ns, name string) string { return ns + "/" + name }
+
+func clusterKey(cluster, ns, name string) string { return cluster + "|" + nsName(ns, name) }
 
 // fluxIndex indexes the sources, ConfigMaps and Secrets among the manifests.
 func (d *discovery) fluxIndex() *fluxIndex {
-	fx := &fluxIndex{gitRepos: map[string]string{}, helmRepos: map[string]string{}, configMaps: map[string]*manifest{}, secrets: map[string]*manifest{}}
+	fx := &fluxIndex{gitRepos: map[string]fluxGitRepo{}, helmRepos: map[string]string{}, artifacts: map[string]*fluxArtifact{},
+		configMaps: map[string]*manifest{}, secrets: map[string]*manifest{}}
 	for _, m := range d.manifests {
+		if m.superseded {
+			continue
+		}
 		switch {
 		case m.group() == groupFluxSrc:
-			spec, _ := m.Obj["spec"].(map[string]any)
-			url, _ := spec["url"].(string)
-			k := nsName(m.namespaceOr(defaultFluxNS), m.Name)
-			if m.Kind == "GitRepository" {
-				fx.gitRepos[k] = url
-			} else {
-				fx.helmRepos[k] = url
+			k := clusterKey(m.Cluster, m.namespaceOr(defaultFluxNS), m.Name)
+			var src struct {
+				Spec fluxGitRepo `json:"spec"`
 			}
+			_ = m.decode(&src) // a source that cannot be read has no URL: outside this repo
+			if m.Kind == "GitRepository" {
+				fx.gitRepos[k] = src.Spec
+			} else {
+				fx.helmRepos[k] = src.Spec.URL
+			}
+		case m.group() == groupFluxGen && m.Kind == "ArtifactGenerator":
+			d.indexArtifacts(m, fx)
 		case m.group() == "" && m.Kind == "ConfigMap":
-			fx.configMaps[nsName(m.Namespace, m.Name)] = m
+			fx.configMaps[clusterKey(m.Cluster, m.Namespace, m.Name)] = m
 		case m.group() == "" && m.Kind == "Secret":
-			fx.secrets[nsName(m.Namespace, m.Name)] = m
+			fx.secrets[clusterKey(m.Cluster, m.Namespace, m.Name)] = m
 		}
 	}
 	return fx
 }
 
-// lookup finds a ConfigMap or Secret by namespace and name; objects that name no
-// namespace in the repo match any namespace, since the applying Kustomization's
-// targetNamespace usually sets it.
-func (fx *fluxIndex) lookup(kind, ns, name string) *manifest {
+// lookup finds a ConfigMap or Secret by cluster, namespace and name; objects that
+// name no namespace in the repo match any namespace, since the applying
+// Kustomization's targetNamespace usually sets it, and objects of no cluster match
+// every cluster.
+func (fx *fluxIndex) lookup(kind, cluster, ns, name string) *manifest {
 	idx := fx.configMaps
 	if kind == "Secret" {
 		idx = fx.secrets
 	}
-	if m := idx[nsName(ns, name)]; m != nil {
-		return m
+	for _, c := range clusterKeys(cluster) {
+		if m := idx[clusterKey(c, ns, name)]; m != nil {
+			return m
+		}
+		if m := idx[clusterKey(c, "", name)]; m != nil {
+			return m
+		}
 	}
-	return idx[nsName("", name)]
+	return nil
+}
+
+// clusterKeys are the clusters to look an object up in: its own, then none.
+func clusterKeys(cluster string) []string {
+	if cluster == "" {
+		return []string{""}
+	}
+	return []string{cluster, ""}
 }
 
 // fluxSourceRef is a Flux sourceRef.
@@ -72,30 +112,76 @@ type fluxSourceRef struct {
 	Namespace string `json:"namespace"`
 }
 
+// sourceCheck is what discovery knows about a Flux source: this repository at the
+// revision a pull request changes, or why not.
+type sourceCheck struct {
+	ok bool
+	// otherRevision is set when the source is this repository at another branch,
+	// tag or commit: nothing this PR changes reaches it.
+	otherRevision bool
+	// reason names the source (its URL) or the revision, for the not-rendered
+	// entry.
+	reason string
+}
+
 // thisRepoSource says whether a Flux sourceRef is a GitRepository of this
-// repository, and else names the source for the not-rendered reason.
-func (d *discovery) thisRepoSource(ref fluxSourceRef, ns string, fx *fluxIndex) (bool, string) {
+// repository at the branch pull requests merge into, and else why not.
+func (d *discovery) thisRepoSource(ref fluxSourceRef, ns, cluster string, fx *fluxIndex) sourceCheck {
 	if ref.Namespace != "" {
 		ns = ref.Namespace
 	}
-	k := nsName(ns, ref.Name)
 	if ref.Kind != "GitRepository" {
-		if url := fx.helmRepos[k]; url != "" {
-			return false, url
+		for _, c := range clusterKeys(cluster) {
+			if url := fx.helmRepos[clusterKey(c, ns, ref.Name)]; url != "" {
+				return sourceCheck{reason: url}
+			}
 		}
-		return false, fmt.Sprintf("%s %s", ref.Kind, k)
+		return sourceCheck{reason: fmt.Sprintf("%s %s", ref.Kind, nsName(ns, ref.Name))}
 	}
-	url, known := fx.gitRepos[k]
-	if d.repo.matches(url) || ref.Name == fluxSystemName {
-		// flux bootstrap names the GitRepository of the repository it writes to
-		// flux-system, so it is this repository even when its URL is spelled in
-		// a way Options.RepoURLs does not list (a mirror, an internal host).
-		return true, ""
+	var gr fluxGitRepo
+	known := false
+	for _, c := range clusterKeys(cluster) {
+		if gr, known = fx.gitRepos[clusterKey(c, ns, ref.Name)]; known {
+			break
+		}
 	}
-	if known && url != "" {
-		return false, url
+	// flux bootstrap names the GitRepository of the repository it writes to
+	// flux-system, so it is this repository even when its URL is spelled in a
+	// way Options.RepoURLs does not list (a mirror, an internal host).
+	if !d.repo.matches(gr.URL) && ref.Name != fluxSystemName {
+		if known && gr.URL != "" {
+			return sourceCheck{reason: gr.URL}
+		}
+		return sourceCheck{reason: "GitRepository " + nsName(ns, ref.Name)}
 	}
-	return false, "GitRepository " + k
+	if rev := d.gitRepoRevision(gr); rev != "" {
+		return sourceCheck{otherRevision: true, reason: fmt.Sprintf("GitRepository %s follows %s of this repository, not the branch this pull request merges into, so this PR does not change what it deploys", nsName(ns, ref.Name), rev)}
+	}
+	return sourceCheck{ok: true}
+}
+
+// gitRepoRevision names the revision a GitRepository of this repository follows
+// when it is not the branch pull requests merge into (source-controller's
+// spec.ref: commit, then name, then semver, then tag, then branch win, in that
+// order); empty when it is that branch or spec.ref names none.
+func (d *discovery) gitRepoRevision(gr fluxGitRepo) string {
+	r := gr.Ref
+	switch {
+	case r.Commit != "":
+		return "commit " + r.Commit
+	case r.Name != "":
+		if b, ok := strings.CutPrefix(r.Name, "refs/heads/"); ok && !d.otherRevision(b) {
+			return ""
+		}
+		return "ref " + r.Name
+	case r.SemVer != "":
+		return "tags matching " + r.SemVer
+	case r.Tag != "":
+		return "tag " + r.Tag
+	case r.Branch != "" && d.otherRevision(r.Branch):
+		return "branch " + r.Branch
+	}
+	return ""
 }
 
 // fluxKustomizationSpec is the part of a Flux Kustomization discovery reads.
@@ -146,16 +232,7 @@ func (d *discovery) fluxCluster(m *manifest) string {
 	if m.Cluster != "" {
 		return m.Cluster
 	}
-	segs := strings.Split(m.File, "/")
-	for i := 0; i+1 < len(segs)-1; i++ {
-		if segs[i] == "clusters" {
-			if c, ok := d.clusterFor(segs[i+1]); ok {
-				return c
-			}
-			return segs[i+1]
-		}
-	}
-	return ""
+	return d.pathCluster(m.File)
 }
 
 // fluxKustomization turns a Kustomization into a target; skipped is true when its
@@ -181,16 +258,26 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 			Message: fmt.Sprintf("Kustomization %s is suspended: this PR will not be applied until it is resumed.", m.Name),
 		})
 	}
-	if ok, src := d.thisRepoSource(s.SourceRef, ns, fx); !ok {
-		t.Skip = "source outside this repo: " + src
-		t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %s", m.Name, t.Skip)))
+	notRendered := func(reason string) (config.Target, bool) {
+		t.Skip = reason
+		t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %s", m.Name, reason)))
 		return t, true
 	}
 	p, ok := cleanRel(s.Path)
 	if !ok {
-		t.Skip = fmt.Sprintf("spec.path %q leaves the repository", s.Path)
-		t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %s", m.Name, t.Skip)))
-		return t, true
+		return notRendered(fmt.Sprintf("spec.path %q leaves the repository", s.Path))
+	}
+	if s.SourceRef.Kind == "ExternalArtifact" {
+		rp, note, reason := d.artifactPath(s.SourceRef, ns, t.Cluster, p, fx)
+		if reason != "" {
+			return notRendered(reason)
+		}
+		p = rp
+		t.Notes = append(t.Notes, note)
+	} else if src := d.thisRepoSource(s.SourceRef, ns, t.Cluster, fx); src.otherRevision {
+		return notRendered("not affected by this PR: " + src.reason)
+	} else if !src.ok {
+		return notRendered("source outside this repo: " + src.reason)
 	}
 	t.Path = p
 	if len(s.KubeConfig) > 0 {
@@ -222,24 +309,20 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 	for _, pt := range s.Patches {
 		b, err := yaml.Marshal(pt)
 		if err != nil {
-			t.Skip = fmt.Sprintf("%s: patch: %v", m.where(), err)
-			t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %s", m.Name, t.Skip)))
-			return t, true
+			return notRendered(fmt.Sprintf("%s: patch: %v", m.where(), err))
 		}
 		k.Patches = append(k.Patches, string(b))
 	}
 	for _, c := range s.Components {
 		cp, ok := cleanRel(p + "/" + c)
 		if !ok {
-			t.Skip = fmt.Sprintf("component %q leaves the repository", c)
-			t.Findings = append(t.Findings, notRenderedFinding(key, fmt.Sprintf("Kustomization %s is not rendered: %s", m.Name, t.Skip)))
-			return t, true
+			return notRendered(fmt.Sprintf("component %q leaves the repository", c))
 		}
 		k.Components = append(k.Components, cp)
 	}
 	t.Render = opts
 	if pb := s.PostBuild; pb != nil {
-		t.Substitute, t.Notes = d.fluxVars(pb, ns, fx, t.Notes)
+		t.Substitute, t.Notes = d.fluxVars(pb, ns, t.Cluster, fx, t.Notes)
 	}
 	return t, false
 }
@@ -247,14 +330,14 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 // fluxVars gathers postBuild variables: substituteFrom objects in order, then
 // substitute, which wins. Values from Secrets are replaced by a placeholder so they
 // can never reach a diff, a comment or a log.
-func (d *discovery) fluxVars(pb *fluxPostBuild, ns string, fx *fluxIndex, notes []string) (map[string]string, []string) {
+func (d *discovery) fluxVars(pb *fluxPostBuild, ns, cluster string, fx *fluxIndex, notes []string) (map[string]string, []string) {
 	vars := map[string]string{}
 	for _, ref := range pb.SubstituteFrom {
 		kind := ref.Kind
 		if kind == "" {
 			kind = "ConfigMap"
 		}
-		src := fx.lookup(kind, ns, ref.Name)
+		src := fx.lookup(kind, cluster, ns, ref.Name)
 		if src == nil {
 			opt := ""
 			if ref.Optional {
@@ -399,7 +482,11 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	opts := render.DefaultOptions()
 	opts.Renderer = render.RendererHelm
 	opts.Namespace = t.Namespace
-	if ok, src := d.thisRepoSource(cs.SourceRef, ns, fx); ok {
+	src := d.thisRepoSource(cs.SourceRef, ns, t.Cluster, fx)
+	if src.otherRevision {
+		return notRendered("not affected by this PR: " + src.reason)
+	}
+	if src.ok {
 		p, ok := cleanRel(cs.Chart)
 		if !ok {
 			return notRendered(fmt.Sprintf("chart path %q leaves the repository", cs.Chart))
@@ -415,10 +502,10 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	} else {
 		vendored := "charts/" + path.Base(cs.Chart)
 		if r, ok := detectRenderer(d.root, vendored); !ok || r != render.RendererHelm {
-			return notRendered("source outside this repo: " + src)
+			return notRendered("source outside this repo: " + src.reason)
 		}
 		t.Path = vendored
-		t.Notes = append(t.Notes, fmt.Sprintf("chart %s %s from %s is rendered from the vendored copy in %s", cs.Chart, cs.Version, src, vendored))
+		t.Notes = append(t.Notes, fmt.Sprintf("chart %s %s from %s is rendered from the vendored copy in %s", cs.Chart, cs.Version, src.reason, vendored))
 		if len(cs.ValuesFiles) > 0 {
 			t.Notes = append(t.Notes, "spec.chart.spec.valuesFiles of a chart outside this repo are not read")
 		}
@@ -437,7 +524,7 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	values := map[string]any{}
 	for _, vf := range s.ValuesFrom {
 		kind := firstNonEmpty(vf.Kind, "ConfigMap")
-		src := fx.lookup(kind, ns, vf.Name)
+		src := fx.lookup(kind, t.Cluster, ns, vf.Name)
 		if src == nil {
 			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s is not in the repository: its values are not used", kind, vf.Name))
 			continue

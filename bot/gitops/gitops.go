@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -66,6 +67,7 @@ const (
 	groupFluxKS    = "kustomize.toolkit.fluxcd.io"
 	groupFluxHelm  = "helm.toolkit.fluxcd.io"
 	groupFluxSrc   = "source.toolkit.fluxcd.io"
+	groupFluxGen   = "source.extensions.fluxcd.io"
 	defaultArgoNS  = "argocd"
 	defaultFluxNS  = "flux-system"
 	inClusterURL   = "https://kubernetes.default.svc"
@@ -81,7 +83,7 @@ func defaultNamespace(group string) string {
 	switch {
 	case group == groupArgo:
 		return defaultArgoNS
-	case strings.HasSuffix(group, ".toolkit.fluxcd.io"):
+	case strings.HasSuffix(group, ".toolkit.fluxcd.io"), group == groupFluxGen:
 		return defaultFluxNS
 	}
 	return ""
@@ -100,6 +102,9 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	}
 	d := &discovery{root: root, opts: opts, repo: newRepoMatcher(opts.RepoURLs), seen: map[string]bool{}}
 	for _, m := range found {
+		if m.group() != groupArgo {
+			m.Cluster = d.pathCluster(m.File)
+		}
 		d.add(m)
 	}
 	res := &Result{Notes: notes}
@@ -107,6 +112,9 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		res.Notes = append(res.Notes, "no repository URL is known (no origin remote): Argo CD sources whose path exists in this checkout are taken to be this repository")
 	}
 	rendered := map[string]bool{}
+	// Render failures are noted only for targets that are still targets at the
+	// end: a file outside clusters/ superseded by its rendered copies is not.
+	failed := map[string]string{}
 	for depth := 0; ; depth++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("discovering GitOps targets: %w", err)
@@ -139,10 +147,13 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("discovering GitOps targets: rendering %s: %w", t.Name, ctx.Err())
 				}
-				res.Notes = append(res.Notes, fmt.Sprintf("target %s could not be rendered to look for nested GitOps objects: %v", t.Name, err))
+				failed[renderKey(t)] = fmt.Sprintf("target %s could not be rendered to look for nested GitOps objects: %v", targetLabel(t), err)
 				continue
 			}
 			for _, m := range manifestsFromSet(set, t.Name, t.Cluster) {
+				if m.Cluster == "" && m.group() != groupArgo {
+					m.Cluster = d.pathCluster(m.File)
+				}
 				if d.add(m) {
 					added++
 				}
@@ -154,8 +165,21 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	}
 	b := d.build()
 	res.Targets, res.NotRendered = b.targets, b.notRendered
+	for _, t := range b.targets {
+		if n, ok := failed[renderKey(t)]; ok {
+			res.Notes = append(res.Notes, n)
+		}
+	}
 	res.Notes = append(res.Notes, b.notes...)
 	return res, nil
+}
+
+// targetLabel names a target for notes: its name, and its cluster when it has one.
+func targetLabel(t config.Target) string {
+	if t.Cluster != "" {
+		return t.Name + " (cluster " + t.Cluster + ")"
+	}
+	return t.Name
 }
 
 // discovery holds every manifest found so far.
@@ -168,39 +192,83 @@ type discovery struct {
 }
 
 // add records m unless an object of the same identity is known; files in the
-// repository are added first and so win over rendered copies.
+// repository are added first and so win over rendered copies of themselves.
 func (d *discovery) add(m *manifest) bool {
-	id := m.identity()
 	if m.Parent != "" {
-		// A rendered copy of a file already read tells where it really goes: the
-		// cluster of the target that applies it, and the namespace that target
-		// sets.
-		for _, e := range d.manifests {
-			if e.Parent != "" || e.File != m.File || e.Kind != m.Kind || e.Name != m.Name || e.group() != m.group() {
-				continue
-			}
-			if e.Namespace != "" && e.Namespace != m.Namespace {
-				continue
-			}
-			changed := false
-			if e.Cluster == "" && m.Cluster != "" {
-				e.Cluster, changed = m.Cluster, true
-			}
-			if e.Namespace == "" && m.Namespace != "" {
-				delete(d.seen, e.identity())
-				e.Namespace, e.Obj, changed = m.Namespace, m.Obj, true
-				d.seen[e.identity()] = true
-			}
-			d.seen[id] = true
+		if changed, done := d.addRendered(m); done {
 			return changed
 		}
 	}
+	id := m.identity()
 	if d.seen[id] {
 		return false
 	}
 	d.seen[id] = true
 	d.manifests = append(d.manifests, m)
 	return true
+}
+
+// addRendered handles a rendered copy m of an object also declared in a file of
+// the repository. done is false when m is to be added as an object of its own.
+func (d *discovery) addRendered(m *manifest) (changed, done bool) {
+	argo := m.group() == groupArgo
+	for _, e := range d.manifests {
+		if e.Parent != "" || e.superseded || e.Kind != m.Kind || e.Name != m.Name || e.group() != m.group() {
+			continue
+		}
+		sameFile := e.File == m.File && (e.Namespace == "" || e.Namespace == m.Namespace)
+		if !argo && e.Cluster == "" && m.Cluster != "" && (sameFile || e.Namespace == m.Namespace) {
+			// A file outside clusters/<name>/ (apps/base/…, tenants/…) that the
+			// target of a cluster applies: each cluster gets its own copy, as
+			// rendered (namespace, patches and all). A partial copy of the same
+			// object in an overlay's patch file goes too.
+			e.superseded = true
+			delete(d.seen, e.identity())
+			changed = true
+			continue
+		}
+		if !sameFile || (!argo && e.Cluster != m.Cluster) {
+			continue
+		}
+		// A rendered copy of a file already read tells where it really goes: the
+		// cluster of the target that applies it, and the namespace that target
+		// sets.
+		if e.Cluster == "" && m.Cluster != "" {
+			e.Cluster, changed = m.Cluster, true
+		}
+		if e.Namespace == "" && m.Namespace != "" {
+			delete(d.seen, e.identity())
+			e.Namespace, e.Obj, changed = m.Namespace, m.Obj, true
+			d.seen[e.identity()] = true
+		}
+		d.seen[m.identity()] = true
+		return changed, true
+	}
+	if changed {
+		// Superseded files: m takes their place.
+		id := m.identity()
+		if !d.seen[id] {
+			d.seen[id] = true
+			d.manifests = append(d.manifests, m)
+		}
+		return true, true
+	}
+	return false, false
+}
+
+// pathCluster is the cluster of a file in a clusters/<name>/ directory (the layout
+// flux bootstrap creates), mapped through Options.ClusterNames; empty elsewhere.
+func (d *discovery) pathCluster(file string) string {
+	segs := strings.Split(file, "/")
+	for i := 0; i+1 < len(segs)-1; i++ {
+		if segs[i] == "clusters" {
+			if c, ok := d.clusterFor(segs[i+1]); ok {
+				return c
+			}
+			return segs[i+1]
+		}
+	}
+	return ""
 }
 
 // built is one pass of turning manifests into targets.
@@ -219,6 +287,7 @@ func (d *discovery) build() *built {
 	var apps []*manifest
 	for _, m := range d.manifests {
 		switch {
+		case m.superseded:
 		case m.group() == groupArgo && m.Kind == "ApplicationSet":
 			gen, nr, notes := d.expandAppSet(m)
 			apps = append(apps, gen...)
@@ -235,6 +304,7 @@ func (d *discovery) build() *built {
 	}
 	for _, m := range d.manifests {
 		switch {
+		case m.superseded:
 		case m.group() == groupFluxKS && m.Kind == "Kustomization":
 			t, skipped := d.fluxKustomization(m, fx)
 			if skipped {
@@ -258,32 +328,39 @@ func (d *discovery) build() *built {
 	for i := range b.notRendered {
 		b.notRendered[i].Name = b.unique(b.notRendered[i])
 	}
-	byName := func(a, c config.Target) int { return strings.Compare(a.Name, c.Name) }
+	byName := func(a, c config.Target) int {
+		return cmp.Or(strings.Compare(a.Name, c.Name), strings.Compare(a.Cluster, c.Cluster))
+	}
 	slices.SortStableFunc(b.targets, byName)
 	slices.SortStableFunc(b.notRendered, byName)
 	return b
 }
 
-// unique gives t a name no other target has: its own, else name-cluster, else
-// name-namespace, else numbered.
+// unique gives t a name no other target of its cluster has: its own, else
+// name-namespace, else numbered. Targets of different clusters may share a name
+// (clusters/staging and clusters/production both apply Kustomization apps): the
+// report tells them apart by their cluster.
 func (b *built) unique(t config.Target) string {
 	cands := []string{t.Name}
-	if t.Cluster != "" {
-		cands = append(cands, t.Name+"-"+t.Cluster)
-	}
 	if t.Controller != nil && t.Controller.Namespace != "" {
 		cands = append(cands, t.Name+"-"+t.Controller.Namespace)
 	}
+	taken := func(c string) bool {
+		k := t.Cluster + "\x00" + c
+		if b.names[k] {
+			return true
+		}
+		b.names[k] = true
+		return false
+	}
 	for _, c := range cands {
-		if !b.names[c] {
-			b.names[c] = true
+		if !taken(c) {
 			return c
 		}
 	}
 	for i := 2; ; i++ {
 		c := fmt.Sprintf("%s-%d", t.Name, i)
-		if !b.names[c] {
-			b.names[c] = true
+		if !taken(c) {
 			return c
 		}
 	}

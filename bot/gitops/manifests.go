@@ -34,6 +34,10 @@ type manifest struct {
 	Cluster string // the parent target's cluster, inherited by rendered children
 	// Generator names the ApplicationSet that generated an Application.
 	Generator string
+	// superseded marks a file declared outside any clusters/<name>/ directory
+	// once the render of a cluster's target has produced it: those rendered
+	// copies, one per cluster, are what each cluster deploys.
+	superseded bool
 }
 
 // group is the API group of the manifest.
@@ -56,9 +60,16 @@ func (m *manifest) where() string {
 }
 
 // identity is the manifest's key for de-duplication, with the namespace its
-// controller would default to.
+// controller would default to. Everything but Argo CD objects is keyed by its
+// cluster too: clusters/staging and clusters/production each declare their own
+// Kustomization flux-system/apps. Argo CD Applications live where Argo CD runs,
+// whatever the cluster of the target that rendered them.
 func (m *manifest) identity() string {
-	return m.group() + "/" + m.Kind + "/" + m.namespaceOr(defaultNamespace(m.group())) + "/" + m.Name
+	id := m.group() + "/" + m.Kind + "/" + m.namespaceOr(defaultNamespace(m.group())) + "/" + m.Name
+	if m.group() == groupArgo {
+		return id
+	}
+	return m.Cluster + "|" + id
 }
 
 func (m *manifest) namespaceOr(def string) string {
@@ -94,6 +105,8 @@ func interesting(apiVersion, kind string) bool {
 		return kind == "Application" || kind == "ApplicationSet"
 	case strings.HasSuffix(g, ".toolkit.fluxcd.io"):
 		return true
+	case g == groupFluxGen:
+		return kind == "ArtifactGenerator"
 	case g == "":
 		return kind == "ConfigMap" || kind == "Secret"
 	}

@@ -354,7 +354,7 @@ func TestRenderFailureIsANoteAndCancelIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"target a could not be rendered to look for nested GitOps objects: a/cm.yaml:3: boom"}
+	want := []string{"target a (cluster in-cluster) could not be rendered to look for nested GitOps objects: a/cm.yaml:3: boom"}
 	if diff := cmp.Diff(want, res.Notes); diff != "" || len(res.Targets) != 1 {
 		t.Errorf("notes (-want +got):\n%s\ntargets %v", diff, project(res.Targets))
 	}
@@ -377,11 +377,13 @@ func TestTargetNamesAreUnique(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Unique per cluster: the two Applications named web that deploy in-cluster
+	// need two names; the one on prod keeps its own.
 	var names []string
 	for _, tg := range res.Targets {
-		names = append(names, tg.Name)
+		names = append(names, tg.Name+"@"+tg.Cluster)
 	}
-	if diff := cmp.Diff([]string{"web", "web-in-cluster", "web-prod"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"web@in-cluster", "web@prod", "web-team-b@in-cluster"}, names); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,11 +130,18 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	if len(req.Targets) > 0 {
 		var kept []config.Target
 		for _, name := range req.Targets {
-			i := slices.IndexFunc(targets, func(t config.Target) bool { return t.Name == name })
-			if i < 0 {
+			// NAME selects every target of that name (one per cluster);
+			// NAME@CLUSTER one of them.
+			n, cluster, one := strings.Cut(name, "@")
+			before := len(kept)
+			for _, t := range targets {
+				if t.Name == n && (!one || t.Cluster == cluster) && !slices.ContainsFunc(kept, func(k config.Target) bool { return k.Name == t.Name && k.Cluster == t.Cluster }) {
+					kept = append(kept, t)
+				}
+			}
+			if len(kept) == before {
 				return nil, fmt.Errorf("no target named %q (have %s)", name, targetNames(targets))
 			}
-			kept = append(kept, targets[i])
 		}
 		targets = kept
 	}
@@ -167,6 +175,9 @@ func targetNames(ts []config.Target) string {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.Name
+		if t.Cluster != "" && slices.ContainsFunc(ts, func(o config.Target) bool { return o.Name == t.Name && o.Cluster != t.Cluster }) {
+			names[i] += "@" + t.Cluster
+		}
 	}
 	if len(names) == 0 {
 		return "none"

@@ -39,8 +39,10 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 			notes = append(notes, res.Notes...)
 		}
 		for _, t := range append(res.Targets, res.NotRendered...) {
-			if !seen[t.Name] {
-				seen[t.Name] = true
+			// Targets of different clusters may share a name (Kustomization
+			// apps of clusters/staging and of clusters/production).
+			if k := t.Cluster + "\x00" + t.Name; !seen[k] {
+				seen[k] = true
 				targets = append(targets, t)
 			}
 		}
@@ -55,8 +57,8 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 			return nil, nil, fmt.Errorf("discovering targets: %w", err)
 		}
 		for _, t := range found {
-			if !seen[t.Name] {
-				seen[t.Name] = true
+			if k := t.Cluster + "\x00" + t.Name; !seen[k] {
+				seen[k] = true
 				targets = append(targets, t)
 			}
 		}
