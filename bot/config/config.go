@@ -47,6 +47,19 @@ type Target struct {
 	// rendered objects with gitops.Substitute (${VAR}, ${VAR:=default}) before
 	// diffing. Values that came from Secrets are already hidden placeholders.
 	Substitute map[string]string
+	// HeadSide is set only on discovered targets that the head commit declares
+	// too but renders differently (a HelmRelease's values, a Kustomization's path
+	// or variables): the head side is rendered that way, because that is what
+	// the controller deploys after the merge. Everything else (whether the target
+	// is compared, sync, ignore rules, policy) stays as the base declares it.
+	HeadSide *HeadSide
+}
+
+// HeadSide is how the head commit renders a discovered target.
+type HeadSide struct {
+	Path       string
+	Render     render.Options
+	Substitute map[string]string
 }
 
 // Sync describes how the GitOps controller applies the target.

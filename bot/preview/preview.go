@@ -224,7 +224,11 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	in := diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}
 	var baseNote, headNote string
 	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.baseDir, t)
-	in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, t)
+	ht := t
+	if h := t.HeadSide; h != nil {
+		ht.Path, ht.Render, ht.Substitute = h.Path, h.Render, h.Substitute
+	}
+	in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, ht)
 	if reason, ok := unavailable(in.HeadErr, in.BaseErr); ok {
 		// The controller can render it (it fetches what is missing), this
 		// preview cannot: listed as not rendered, never a render error.

@@ -3,6 +3,8 @@ package preview
 import (
 	"context"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -23,7 +25,9 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	var targets []config.Target
 	var notes []string
 	seen := map[string]bool{}
-	// Base first: when both sides declare a target, the base (trusted) wins.
+	at := map[string]int{}
+	// Base first: when both sides declare a target, the base (trusted) wins; the
+	// head side is still rendered as the head declares it (HeadSide).
 	for _, dir := range []string{baseDir, headDir} {
 		opts := gitops.DefaultOptions()
 		opts.RepoURLs = urls
@@ -41,9 +45,16 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		for _, t := range append(res.Targets, res.NotRendered...) {
 			// Targets of different clusters may share a name (Kustomization
 			// apps of clusters/staging and of clusters/production).
-			if k := t.Cluster + "\x00" + t.Name; !seen[k] {
+			k := t.Cluster + "\x00" + t.Name
+			if !seen[k] {
 				seen[k] = true
+				at[k] = len(targets)
 				targets = append(targets, t)
+				continue
+			}
+			if b := &targets[at[k]]; dir == headDir && b.Skip == "" && t.Skip == "" &&
+				(b.Path != t.Path || !reflect.DeepEqual(b.Render, t.Render) || !maps.Equal(b.Substitute, t.Substitute)) {
+				b.HeadSide = &config.HeadSide{Path: t.Path, Render: t.Render, Substitute: t.Substitute}
 			}
 		}
 	}

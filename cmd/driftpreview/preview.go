@@ -32,7 +32,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		repoURLs   stringList
 		argoCtx    = fl.String("argocd-context", "", "kubeconfig context of the cluster Argo CD runs in, where Applications are read (hub and spoke)")
 	)
-	fl.Var(&targets, "target", "only this target (repeatable)")
+	fl.Var(&targets, "target", "only the targets of this name, or NAME@CLUSTER for one cluster's (repeatable)")
 	fl.Var(&repoURLs, "repo-url", "a URL of this repository, so Argo CD and Flux objects pointing at it are found (repeatable; the origin remote is always used)")
 	if err := fl.Parse(args); err != nil {
 		return exitError
