@@ -16,6 +16,13 @@
 // chart that is not vendored, an unsupported ApplicationSet generator) are listed as
 // not rendered with the reason, never dropped silently.
 //
+// Flux objects are kept per cluster (the clusters/<name>/ directory they are declared
+// in, or the cluster of the target that renders them), so clusters/staging and
+// clusters/production each get their own targets. A Flux GitRepository of this
+// repository at another branch, tag or commit is not affected by a pull request and
+// is listed so; an ExternalArtifact that an ArtifactGenerator copies from this
+// repository is mapped back onto the directory it mirrors.
+//
 // Flux postBuild substitution is applied after rendering by Substitute, which the
 // pipeline calls with Target.Substitute.
 package gitops
