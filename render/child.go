@@ -68,10 +68,11 @@ type childObject struct {
 }
 
 type childError struct {
-	Render bool   `json:"render"` // an *Error (else a plain error)
-	File   string `json:"file,omitempty"`
-	Line   int    `json:"line,omitempty"`
-	Msg    string `json:"msg"`
+	Render      bool   `json:"render"`                // an *Error (else a plain error)
+	Unavailable bool   `json:"unavailable,omitempty"` // an *Unavailable inside it
+	File        string `json:"file,omitempty"`
+	Line        int    `json:"line,omitempty"`
+	Msg         string `json:"msg"`
 }
 
 // childMain is the child's whole life: read the request, render, answer.
@@ -95,6 +96,9 @@ func childMain(in io.Reader, out io.Writer) int {
 		res.Error = &childError{Msg: err.Error()}
 		if re, ok := errors.AsType[*Error](err); ok {
 			res.Error = &childError{Render: true, File: re.File, Line: re.Line, Msg: re.Err.Error()}
+		}
+		if _, ok := IsUnavailable(err); ok {
+			res.Error.Unavailable = true
 		}
 	} else {
 		res.Notes = set.Notes
@@ -210,10 +214,16 @@ func renderChild(ctx context.Context, root, target string, opts Options) (Object
 // set turns the child's answer back into what Render returns.
 func (res childResult) set() (ObjectSet, error) {
 	if e := res.Error; e != nil {
-		if e.Render {
-			return ObjectSet{}, &Error{File: e.File, Line: e.Line, Err: errors.New(e.Msg)}
+		// An *Unavailable crosses the pipe as a flag, so the parent still lists the
+		// target as not rendered rather than as a render error.
+		var inner error = errors.New(e.Msg)
+		if e.Unavailable {
+			inner = &Unavailable{Reason: e.Msg}
 		}
-		return ObjectSet{}, errors.New(e.Msg)
+		if e.Render {
+			return ObjectSet{}, &Error{File: e.File, Line: e.Line, Err: inner}
+		}
+		return ObjectSet{}, inner
 	}
 	set := ObjectSet{Notes: res.Notes, Objects: make([]Object, len(res.Objects))}
 	for i, o := range res.Objects {
