@@ -3,6 +3,8 @@ package diffing
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,37 +23,45 @@ type immutableField struct {
 }
 
 var (
-	gkDeployment  = schema.GroupKind{Group: "apps", Kind: "Deployment"}
-	gkReplicaSet  = schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}
-	gkDaemonSet   = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
 	gkStatefulSet = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
-	gkJob         = schema.GroupKind{Group: "batch", Kind: "Job"}
 	gkService     = schema.GroupKind{Kind: "Service"}
 	gkPVC         = schema.GroupKind{Kind: "PersistentVolumeClaim"}
-	gkConfigMap   = schema.GroupKind{Kind: "ConfigMap"}
-	gkSecret      = schema.GroupKind{Kind: "Secret"}
-	gkRoleBinding = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}
-	gkCRoleBind   = schema.GroupKind{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}
 )
 
-// immutableFields is the table of fields the API server refuses to update.
-var immutableFields = []immutableField{
-	{kinds: []schema.GroupKind{gkDeployment, gkReplicaSet, gkDaemonSet, gkStatefulSet, gkJob}, path: "/spec/selector"},
-	{kinds: []schema.GroupKind{gkStatefulSet}, path: "/spec/volumeClaimTemplates"},
-	{kinds: []schema.GroupKind{gkStatefulSet}, path: "/spec/serviceName"},
-	{kinds: []schema.GroupKind{gkStatefulSet}, path: "/spec/podManagementPolicy"},
-	{kinds: []schema.GroupKind{gkService}, path: "/spec/clusterIP", check: clusterIPChanged("/spec/clusterIP")},
-	{kinds: []schema.GroupKind{gkService}, path: "/spec/clusterIPs", check: clusterIPChanged("/spec/clusterIPs")},
-	{kinds: []schema.GroupKind{gkJob}, path: "/spec/template"},
-	{kinds: []schema.GroupKind{gkPVC}, path: "/spec/storageClassName"},
-	{kinds: []schema.GroupKind{gkPVC}, path: "/spec/accessModes"},
-	{kinds: []schema.GroupKind{gkPVC}, path: "/spec/volumeName"},
-	{kinds: []schema.GroupKind{gkPVC}, path: "/spec/resources/requests/storage", check: storageShrinks},
-	{kinds: []schema.GroupKind{gkConfigMap, gkSecret}, path: "/data", check: immutableData("data")},
-	{kinds: []schema.GroupKind{gkConfigMap}, path: "/binaryData", check: immutableData("binaryData")},
-	{kinds: []schema.GroupKind{gkSecret}, path: "/stringData", check: immutableData("stringData")},
-	{kinds: []schema.GroupKind{gkConfigMap, gkSecret}, path: "/immutable", check: immutableUnset},
-	{kinds: []schema.GroupKind{gkRoleBinding, gkCRoleBind}, path: "/roleRef"},
+// immutableEntry is one row of immutableTable (immutable_table.go), which
+// fixtures/immutable generates from the apiserver's answers and checks in make
+// test: group, kind, JSON pointer ("*" for every list item) and when the update is
+// refused ("" any change, "decrease", or "immutable": while `immutable: true`).
+type immutableEntry struct {
+	group, kind, path, when string
+}
+
+// immutableFields is the table of fields the API server refuses to update, with
+// how each change is judged.
+var immutableFields = buildImmutableFields(immutableTable)
+
+func buildImmutableFields(table []immutableEntry) []immutableField {
+	out := make([]immutableField, 0, len(table))
+	for _, e := range table {
+		gk := schema.GroupKind{Group: e.group, Kind: e.kind}
+		f := immutableField{kinds: []schema.GroupKind{gk}, path: e.path}
+		switch {
+		case e.when == "decrease":
+			f.check = quantityDecreases(e.path)
+		case e.when == "immutable" && e.path == "/immutable":
+			f.check = immutableUnset
+		case e.when == "immutable" && (e.path == "/data" || e.path == "/binaryData"):
+			f.check = immutableData(strings.TrimPrefix(e.path, "/"))
+		case e.when == "immutable":
+			f.check = whileImmutable(e.path)
+		case gk == gkService && (e.path == "/spec/clusterIP" || e.path == "/spec/clusterIPs"):
+			// The apiserver keeps the allocated IP when head leaves it empty
+			// (registry/core/service: patchAllocatedValues).
+			f.check = clusterIPChanged(e.path)
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // checkImmutable compares each head object with what it updates — the live object
@@ -99,22 +109,99 @@ func immutableHits(k render.ObjectKey, head, ref, base *unstructured.Unstructure
 		if !slices.Contains(f.kinds, k.GroupKind()) {
 			continue
 		}
-		var refused bool
-		var change string
 		if f.check != nil {
-			refused, change = f.check(head, ref, base, refIsLive)
-		} else {
-			refused, change = fieldChanged(head, ref, base, f.path, refIsLive)
-		}
-		if !refused {
+			if refused, change := f.check(head, ref, base, refIsLive); refused {
+				hits = append(hits, immutableHit{f.path, hideChange(k, change)})
+			}
 			continue
 		}
-		if isSecretKey(k) {
-			change = ""
+		for _, p := range expandPointer(head.Object, f.path) {
+			if refused, change := fieldChanged(head, ref, base, p, refIsLive); refused {
+				hits = append(hits, immutableHit{p, hideChange(k, change)})
+			}
 		}
-		hits = append(hits, immutableHit{f.path, change})
 	}
 	return hits
+}
+
+func hideChange(k render.ObjectKey, change string) string {
+	if isSecretKey(k) {
+		return ""
+	}
+	return change
+}
+
+// expandPointer lists the concrete pointers a table path with "*" segments names
+// in obj (every list item, every map key); a path without "*" is itself.
+func expandPointer(obj map[string]any, p string) []string {
+	if !strings.Contains(p, "*") {
+		return []string{p}
+	}
+	var out []string
+	var walk func(cur any, done, rest []string)
+	walk = func(cur any, done, rest []string) {
+		if len(rest) == 0 {
+			out = append(out, joinPointer(done))
+			return
+		}
+		seg, rest := rest[0], rest[1:]
+		switch c := cur.(type) {
+		case map[string]any:
+			if seg != "*" {
+				if v, ok := c[seg]; ok {
+					walk(v, append(slices.Clone(done), seg), rest)
+				}
+				return
+			}
+			for _, k := range sortedKeys(c) {
+				walk(c[k], append(slices.Clone(done), k), rest)
+			}
+		case []any:
+			for i, v := range c {
+				if seg == "*" || seg == strconv.Itoa(i) {
+					walk(v, append(slices.Clone(done), strconv.Itoa(i)), rest)
+				}
+			}
+		}
+	}
+	walk(obj, nil, splitPointer(p))
+	return out
+}
+
+// whileImmutable refuses a change of the field while the live (or base) object
+// has `immutable: true`.
+func whileImmutable(path string) func(head, ref, base *unstructured.Unstructured, refIsLive bool) (bool, string) {
+	return func(head, ref, base *unstructured.Unstructured, refIsLive bool) (bool, string) {
+		if im, _, _ := unstructured.NestedBool(ref.Object, "immutable"); !im {
+			return false, ""
+		}
+		return fieldChanged(head, ref, base, path, refIsLive)
+	}
+}
+
+// quantityDecreases refuses a quantity that gets smaller, such as a bound claim's
+// requested storage (it can grow, subject to admission, but never shrink).
+func quantityDecreases(path string) func(head, ref, _ *unstructured.Unstructured, _ bool) (bool, string) {
+	return func(head, ref, _ *unstructured.Unstructured, _ bool) (bool, string) {
+		hs, ok := getPath(head.Object, path)
+		if !ok {
+			return false, ""
+		}
+		rs, ok := getPath(ref.Object, path)
+		if !ok {
+			return false, ""
+		}
+		hq, err1 := resource.ParseQuantity(fmt.Sprint(hs))
+		rq, err2 := resource.ParseQuantity(fmt.Sprint(rs))
+		if err1 != nil || err2 != nil || hq.Cmp(rq) >= 0 {
+			return false, ""
+		}
+		what := "it"
+		if path == "/spec/resources/requests/storage" {
+			what = "a claim"
+		}
+		return true, fmt.Sprintf("from %s to %s: %s can grow but never shrink", code(rq.String()), code(hq.String()), what)
+	}
 }
 
 // immutableFinding reports a refused update. what is the start of the sentence,
@@ -200,24 +287,6 @@ func clusterIPChanged(path string) func(head, ref, base *unstructured.Unstructur
 		}
 		return true, fromTo(rv, hv)
 	}
-}
-
-// storageShrinks refuses a PVC whose requested storage gets smaller.
-func storageShrinks(head, ref, _ *unstructured.Unstructured, _ bool) (bool, string) {
-	hs, ok, _ := unstructured.NestedFieldNoCopy(head.Object, "spec", "resources", "requests", "storage")
-	if !ok {
-		return false, ""
-	}
-	rs, ok, _ := unstructured.NestedFieldNoCopy(ref.Object, "spec", "resources", "requests", "storage")
-	if !ok {
-		return false, ""
-	}
-	hq, err1 := resource.ParseQuantity(fmt.Sprint(hs))
-	rq, err2 := resource.ParseQuantity(fmt.Sprint(rs))
-	if err1 != nil || err2 != nil || hq.Cmp(rq) >= 0 {
-		return false, ""
-	}
-	return true, fmt.Sprintf("from %s to %s: a claim can grow but never shrink", code(rq.String()), code(hq.String()))
 }
 
 // immutableData refuses a change to data of a ConfigMap or Secret marked

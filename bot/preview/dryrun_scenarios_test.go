@@ -87,6 +87,20 @@ var dryRunScenarios = map[string]struct {
 		notes:    []string{"Dry-run mode needs `patch` permission"},
 		failing:  true,
 	},
+	// The apiserver refuses each update once: one immutable-field per object, no
+	// apply-error beside it (a Job's refusal quotes its whole pod template).
+	"45-immutable-kinds": {
+		findings: []string{
+			"immutable-field ConfigMap/s45/settings /data",
+			"immutable-field Job/s45/migrate /spec/template",
+			"immutable-field PriorityClass/s45-critical /value",
+			"immutable-field Secret/s45/smtp /type",
+			"immutable-field StorageClass/s45-fast /parameters",
+		},
+		not:      []string{"apply-error", "live-unavailable"},
+		messages: []string{"`parameters`: field is immutable", "`type`: field is immutable"},
+		failing:  true,
+	},
 	// The PersistentVolumeClaimResize admission plugin refuses to grow a statically
 	// provisioned claim: an apply-error naming the plugin, the stateful-change kept.
 	"44-pvc-resize-admission": {

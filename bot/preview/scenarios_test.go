@@ -74,6 +74,13 @@ var must = map[string]struct {
 	"42-create-rejected":       {nil, false},
 	"43-secret-rbac-forbidden": {[]string{"live-drift ConfigMap/s43/settings /data/LOG_LEVEL kubectl-edit", "secret-change Secret/s43/api-creds"}, false},
 	"44-pvc-resize-admission":  {[]string{"stateful-change PersistentVolumeClaim/s44/data"}, false},
+	"45-immutable-kinds": {[]string{
+		"immutable-field ConfigMap/s45/settings /data",
+		"immutable-field Job/s45/migrate /spec/template",
+		"immutable-field PriorityClass/s45-critical /value",
+		"immutable-field Secret/s45/smtp /type",
+		"immutable-field StorageClass/s45-fast /parameters",
+	}, true},
 }
 
 func TestScenarios(t *testing.T) {

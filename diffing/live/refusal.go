@@ -92,7 +92,8 @@ func classify(err error, secret bool) *diffing.Refusal {
 	if s.Details != nil {
 		for _, c := range s.Details.Causes {
 			d := causeDetail(c)
-			if secret {
+			if secret && !immutableCause(c) {
+				// Immutable causes end in fixed texts; others may quote values.
 				d = "details hidden for Secrets"
 			}
 			d = "`" + c.Field + "`: " + d
@@ -124,6 +125,7 @@ func immutableCause(c metav1.StatusCause) bool {
 	m := strings.ToLower(c.Message)
 	return strings.Contains(m, "immutable") ||
 		strings.Contains(m, "may not change once set") ||
+		strings.Contains(m, "may not change fields") ||
 		strings.Contains(m, "may not be changed") ||
 		(strings.Contains(m, "updates to") && strings.Contains(m, "are forbidden")) ||
 		strings.Contains(m, "field can not be less than")
