@@ -68,6 +68,22 @@ type layout struct {
 	hiddenRows  int     // findings left out of the table (Markdown's last resort)
 }
 
+// targetName names target i in the table and lists: its name, or name@cluster
+// when another target of the report has the same name (Flux's clusters/staging and
+// clusters/production both applying Kustomization apps).
+func (l *layout) targetName(i int) string {
+	t := &l.r.Targets[i]
+	if t.Cluster == "" {
+		return t.Name
+	}
+	for j := range l.r.Targets {
+		if j != i && l.r.Targets[j].Name == t.Name {
+			return t.Name + "@" + t.Cluster
+		}
+	}
+	return t.Name
+}
+
 // newLayout prepares every part of the comment for r, with all diffs shown.
 func newLayout(r *diffing.Report, opts Options) *layout {
 	if r == nil {

@@ -257,7 +257,7 @@ func (l *layout) liveNotice() string {
 		if _, ok := byReason[why]; !ok {
 			reasons = append(reasons, why)
 		}
-		byReason[why] = append(byReason[why], codeSpan(t.Name))
+		byReason[why] = append(byReason[why], codeSpan(l.targetName(i)))
 		total++
 	}
 	if total == 0 {
@@ -301,7 +301,7 @@ func (l *layout) rowText(rw row) string {
 	case f.Key.Kind != "" || f.Key.Name != "":
 		object = objectMD(f.Key)
 	case rw.target >= 0:
-		object = "target " + codeSpan(l.r.Targets[rw.target].Name)
+		object = "target " + codeSpan(l.targetName(rw.target))
 	default:
 		object = codeSpan(".driftpreview.yaml")
 	}
@@ -313,7 +313,7 @@ func (l *layout) rowText(rw row) string {
 	if l.targetCol {
 		target := "—"
 		if rw.target >= 0 {
-			target = l.r.Targets[rw.target].Name
+			target = l.targetName(rw.target)
 		}
 		cells = append(cells, target)
 	}

@@ -534,3 +534,29 @@ func BenchmarkPages(b *testing.B) {
 		Pages(r, opts)
 	}
 }
+
+// TestSameNameOnTwoClusters: Flux's clusters/staging and clusters/production both
+// apply a Kustomization apps; the table and the lists say which one they mean.
+func TestSameNameOnTwoClusters(t *testing.T) {
+	nr := func(cluster string) diffing.TargetReport {
+		return diffing.TargetReport{Name: "tenant", Cluster: cluster, Skipped: "not affected by this PR",
+			Findings: []diffing.Finding{{Rule: diffing.RuleNotRendered, Severity: diffing.SeverityInfo, Message: "tenant is not rendered"}}}
+	}
+	r := &diffing.Report{Targets: []diffing.TargetReport{
+		{Name: "apps", Cluster: "production", LiveMode: "off"},
+		{Name: "apps", Cluster: "staging", LiveMode: "off"},
+		{Name: "infra", Cluster: "staging", LiveMode: "off"},
+		nr("production"), nr("staging"),
+	}}
+	diffing.Finish(r, diffing.DefaultPolicy())
+	md := Markdown(r, DefaultOptions())
+	for _, want := range []string{
+		"live mode is off for `apps@production`, `apps@staging`, `infra`.",
+		"| tenant@production | target `tenant@production` |",
+		"| tenant@staging | target `tenant@staging` |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the comment lacks %q:\n%s", want, md)
+		}
+	}
+}
