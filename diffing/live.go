@@ -56,10 +56,26 @@ func (d *differ) checkLive() {
 			continue
 		}
 		for _, cf := range pred.Conflicts {
+			if unchangedByMerge(k, cf, predicted) {
+				continue
+			}
 			d.conflict(k, cf)
 		}
-		d.scanDrift(k, lo, ho.Obj)
+		d.scanDrift(k, lo, ho.Obj, predicted)
 	}
+}
+
+// unchangedByMerge reports whether the server would keep the live value of a
+// conflicting field: head writes it in another form that the server stores the
+// same way (a quantity "2000m" for a stored "2"), so the apply takes ownership of
+// the field but changes nothing, and nobody fights over it. Secret predictions are
+// masked, so their conflicts always count.
+func unchangedByMerge(k render.ObjectKey, cf Conflict, predicted *unstructured.Unstructured) bool {
+	if predicted == nil || isSecretKey(k) || cf.Live == nil {
+		return false
+	}
+	pv, ok := getPath(predicted.Object, cf.Path)
+	return ok && valuesEqual(pv, cf.Live)
 }
 
 // predictedSecretValues is what a Secret holds after head is applied onto live:
@@ -140,9 +156,12 @@ func (d *differ) drift(k render.ObjectKey, path, manager string, at *time.Time, 
 }
 
 // scanDrift finds fields where live differs from what base set, owned live by a
-// human manager, that head sets to another value than live: hand edits that the
-// merge reverts even when the apply reports no conflict (a forced apply, dry-run).
-func (d *differ) scanDrift(k render.ObjectKey, live, head *unstructured.Unstructured) {
+// human manager, that head sets and the merge changes: hand edits that the merge
+// reverts even when the apply reports no conflict (a forced apply, dry-run, a
+// client-side-apply manager). Head is compared as the server stores it: a Secret's
+// stringData counts as data, and for other kinds the predicted value decides
+// (a quantity head writes as "2000m" does not revert a stored "2").
+func (d *differ) scanDrift(k render.ObjectKey, live, head, predicted *unstructured.Unstructured) {
 	base := d.base[k]
 	if base == nil {
 		return
@@ -153,6 +172,7 @@ func (d *differ) scanDrift(k render.ObjectKey, live, head *unstructured.Unstruct
 		return
 	}
 	owners := fieldOwners(live)
+	headN := Normalize(head)
 	for _, p := range paths {
 		if strings.HasPrefix(p, "/metadata/managedFields") {
 			continue
@@ -166,10 +186,15 @@ func (d *differ) scanDrift(k render.ObjectKey, live, head *unstructured.Unstruct
 		if human == nil {
 			continue
 		}
-		hv, inHead := getPath(head.Object, p)
+		hv, inHead := getPath(headN.Object, p)
 		lv, _ := getPath(live.Object, p)
 		if !inHead || valuesEqual(hv, lv) {
 			continue // the merge keeps the hand edit, or no longer sets the field
+		}
+		if predicted != nil && !isSecretKey(k) {
+			if pv, ok := getPath(predicted.Object, p); ok && valuesEqual(pv, lv) {
+				continue // the server stores head's value as live holds it
+			}
 		}
 		d.drift(k, p, human.Manager, human.Time, lv, hv)
 	}

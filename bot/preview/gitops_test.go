@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -203,6 +204,18 @@ type gitopsStep struct {
 	Manager   string `json:"manager"`
 	Scale     *ref   `json:"scale"`
 	Replicas  int32  `json:"replicas"`
+	// Labels and Annotations are the tracking marks the controller writes on each
+	// rendered object before it applies it, as upstream documents them; {group},
+	// {kind}, {namespace} (the step's Namespace for objects without one) and
+	// {name} are replaced per object.
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	// ClientSide applies the rendered objects the way kubectl apply without
+	// --server-side does (Argo CD's default sync): last-applied annotation,
+	// managedFields operation Update.
+	ClientSide bool `json:"clientSide"`
+	// ReleaseName renders the path as a Helm chart with this release name.
+	ReleaseName string `json:"releaseName"`
 }
 
 // gitopsRepoURL is the URL the scenarios' Applications name this repository by.
@@ -592,12 +605,22 @@ func seedGitOps(t *testing.T, dir string, s gitopsStep) {
 	case s.Render != "":
 		opts := render.DefaultOptions()
 		opts.Namespace = s.Namespace
+		if s.ReleaseName != "" {
+			opts.Renderer = render.RendererHelm
+			opts.Helm.ReleaseName = s.ReleaseName
+		}
 		set, err := render.Render(ctx, filepath.Join(dir, "base"), s.Render, opts)
 		if err != nil {
 			t.Fatalf("rendering %s for the live state: %v", s.Render, err)
 		}
 		for _, o := range set.Objects {
-			cluster.ApplyAs(ctx, t, o.Obj, manager)
+			obj := o.Obj.DeepCopy()
+			markTracking(obj, s)
+			if s.ClientSide {
+				cluster.ClientSideApplyAs(ctx, t, obj, manager)
+				continue
+			}
+			cluster.ApplyAs(ctx, t, obj, manager)
 		}
 	case s.Scale != nil:
 		cluster.ScaleAs(ctx, t, s.Scale.object(), s.Replicas, manager)
@@ -624,5 +647,30 @@ func TestUnknownRepoURLIsNoted(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("RepoURLs %v: note %q present = %v, want %v; notes: %q", tc.urls, note, got, tc.want, rep.Notes)
 		}
+	}
+}
+
+// markTracking adds a step's tracking labels and annotations to obj.
+func markTracking(obj *unstructured.Unstructured, s gitopsStep) {
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = s.Namespace
+	}
+	expand := strings.NewReplacer("{group}", obj.GroupVersionKind().Group, "{kind}", obj.GetKind(),
+		"{namespace}", ns, "{name}", obj.GetName()).Replace
+	add := func(have, marks map[string]string) map[string]string {
+		if have == nil {
+			have = map[string]string{}
+		}
+		for k, v := range marks {
+			have[k] = expand(v)
+		}
+		return have
+	}
+	if len(s.Labels) > 0 {
+		obj.SetLabels(add(obj.GetLabels(), s.Labels))
+	}
+	if len(s.Annotations) > 0 {
+		obj.SetAnnotations(add(obj.GetAnnotations(), s.Annotations))
 	}
 }

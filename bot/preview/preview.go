@@ -287,9 +287,9 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in di
 	lo.Manager = opts.Manager
 	lo.Cluster = cl.Name
 	lo.Namespace = t.Namespace
-	lo.Tracking = tracking(t)
 	var findings []diffing.Finding
 	var note string
+	var argo controller.ArgoSettings
 	if t.Controller != nil && t.Controller.Kind != "config" {
 		ctrlCluster, why := p.controllerCluster(t, cl)
 		if ctrlCluster == nil {
@@ -302,8 +302,10 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in di
 			st.Cluster = ctrlCluster.Name
 			findings = controller.Findings(*t.Controller, st)
 			lo.Inventory = st.Inventory
+			argo = st.Argo
 		}
 	}
+	lo.Tracking = tracking(t, argo)
 	return reader.Read(ctx, in.Base, in.Head, lo), findings, note
 }
 

@@ -62,7 +62,7 @@ var must = map[string]struct {
 	}, false},
 	"08-statefulset-vct":     {[]string{"immutable-field StatefulSet/s08/db /spec/volumeClaimTemplates"}, true},
 	"09-deployment-selector": {[]string{"immutable-field Deployment/s09/web /spec/selector"}, true},
-	"10-secret-change":       {[]string{"secret-change Secret/s10/api-creds"}, false},
+	"10-secret-change":       {[]string{"secret-change Secret/s10/api-creds", "live-drift Secret/s10/api-creds /data/password kubectl-edit"}, false},
 	"11-orphan":              {[]string{"orphan ConfigMap/s11/feature-flags", "orphan ConfigMap/s11/old-reports"}, false},
 	"12-bad-config":          {[]string{"config-error"}, true},
 	"13-render-failure":      {[]string{"render-error"}, true},

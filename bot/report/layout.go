@@ -215,7 +215,7 @@ func (l *layout) newSection(i int) *section {
 				// Reverting a hand edit is what a reviewer cannot see elsewhere.
 				u.worst = max(u.worst, diffing.SeverityWarning)
 			}
-			if c.LiveDiff != "" && c.LiveDiff == c.Diff {
+			if c.LiveDiff != "" && sameChanges(c.LiveDiff, c.Diff) {
 				u.same = true
 			} else if c.LiveDiff != "" {
 				u.full = nestedDiff(objectHTML(c.Key)+": "+esc(what)+riskSuffix(o), c.LiveDiff)
@@ -513,4 +513,22 @@ func (s *section) size() int {
 		n += len(p)
 	}
 	return n
+}
+
+// sameChanges reports whether two unified diffs add and remove the same lines.
+// Their context may differ: the live object carries metadata git does not (the
+// tracking marks a GitOps controller writes), which moves hunks and context
+// lines without changing what the merge does.
+func sameChanges(a, b string) bool {
+	changed := func(d string) []string {
+		var out []string
+		for _, l := range strings.Split(d, "\n") {
+			if (strings.HasPrefix(l, "+") || strings.HasPrefix(l, "-")) &&
+				!strings.HasPrefix(l, "+++") && !strings.HasPrefix(l, "---") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	return slices.Equal(changed(a), changed(b))
 }

@@ -38,17 +38,39 @@ type Options struct {
 }
 
 // Tracking holds the marks GitOps tools put on the objects they manage. Empty fields
-// are not looked for.
+// are not looked for. Read uses them twice: to find live objects that belong to the
+// target, and to add to each apply request the marks the controller adds before it
+// applies (stamp), so a prediction is what the server would store.
 type Tracking struct {
-	// ArgoApp matches the label app.kubernetes.io/instance=<app> or an annotation
+	// ArgoApp is Argo CD's instance name of the Application: its name, or
+	// "<namespace>_<name>" for an Application outside the controller's namespace
+	// (Application.InstanceName in argo-cd pkg/apis/application/v1alpha1/types.go).
+	// It matches the label ArgoLabelKey=<app> or an annotation
 	// argocd.argoproj.io/tracking-id starting with "<app>:".
 	ArgoApp string
+	// ArgoLabelKey is argocd-cm's application.instanceLabelKey; empty means Argo
+	// CD's default, app.kubernetes.io/instance.
+	ArgoLabelKey string
+	// ArgoMethod is argocd-cm's application.resourceTrackingMethod: "annotation",
+	// "label" or "annotation+label"; empty means the default of Argo CD 3.x,
+	// "annotation" (util/settings GetTrackingMethod; the default changed from label
+	// in 3.0, docs/operator-manual/upgrading/2.14-3.0.md).
+	ArgoMethod string
+	// ArgoInstallationID is argocd-cm's installationID; when set Argo CD also writes
+	// the annotation argocd.argoproj.io/installation-id.
+	ArgoInstallationID string
+	// ArgoDestNamespace is the Application's destination namespace: the namespace
+	// part of the tracking id of objects that have none (cluster-scoped ones).
+	ArgoDestNamespace string
 	// FluxName and FluxNamespace match the labels kustomize.toolkit.fluxcd.io/name
 	// and kustomize.toolkit.fluxcd.io/namespace of a Flux Kustomization.
 	FluxName, FluxNamespace string
 	// HelmRelease and HelmNamespace match the annotations meta.helm.sh/release-name
 	// and meta.helm.sh/release-namespace.
 	HelmRelease, HelmNamespace string
+	// FluxHelmName and FluxHelmNamespace name the Flux HelmRelease object, whose
+	// helm-controller adds the labels helm.toolkit.fluxcd.io/name and /namespace.
+	FluxHelmName, FluxHelmNamespace string
 }
 
 // DefaultOptions is simulate mode as manager "driftpreview", with Secrets masked.
@@ -56,23 +78,33 @@ func DefaultOptions() Options {
 	return Options{Mode: ModeSimulate, Manager: "driftpreview", MaskSecrets: true}
 }
 
+// argoLabelKey is the instance label key Argo CD uses.
+func (t Tracking) argoLabelKey() string {
+	if t.ArgoLabelKey != "" {
+		return t.ArgoLabelKey
+	}
+	return argoDefaultLabelKey
+}
+
 // tracked reports whether labels and annotations mark an object as the target's.
+// Both Argo CD marks count whatever the tracking method, so objects a controller
+// marked before its method changed are still found.
 func (t Tracking) tracked(labels, annotations map[string]string) bool {
 	if t.ArgoApp != "" {
-		if labels["app.kubernetes.io/instance"] == t.ArgoApp {
+		if labels[t.argoLabelKey()] == t.ArgoApp {
 			return true
 		}
-		if id := annotations["argocd.argoproj.io/tracking-id"]; len(id) > len(t.ArgoApp) &&
+		if id := annotations[argoTrackingID]; len(id) > len(t.ArgoApp) &&
 			id[:len(t.ArgoApp)+1] == t.ArgoApp+":" {
 			return true
 		}
 	}
-	if t.FluxName != "" && labels["kustomize.toolkit.fluxcd.io/name"] == t.FluxName &&
-		labels["kustomize.toolkit.fluxcd.io/namespace"] == t.FluxNamespace {
+	if t.FluxName != "" && labels[fluxKSGroup+"/name"] == t.FluxName &&
+		labels[fluxKSGroup+"/namespace"] == t.FluxNamespace {
 		return true
 	}
-	if t.HelmRelease != "" && annotations["meta.helm.sh/release-name"] == t.HelmRelease &&
-		annotations["meta.helm.sh/release-namespace"] == t.HelmNamespace {
+	if t.HelmRelease != "" && annotations[helmReleaseName] == t.HelmRelease &&
+		annotations[helmReleaseNamespace] == t.HelmNamespace {
 		return true
 	}
 	return false

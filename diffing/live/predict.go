@@ -97,7 +97,9 @@ func (st *read) predict(ctx context.Context, base, head render.ObjectSet, out *d
 }
 
 // prepare returns head as an apply request: without server-set metadata, in
-// namespace ns (the live object's).
+// namespace ns (the live object's), with the tracking marks the GitOps controller
+// adds before it applies (in both modes: they are part of what the controller
+// sends).
 func (st *read) prepare(obj *unstructured.Unstructured, res resource, ns string) *unstructured.Unstructured {
 	u := obj.DeepCopy()
 	for _, f := range []string{"managedFields", "resourceVersion", "uid", "generation", "selfLink"} {
@@ -111,6 +113,7 @@ func (st *read) prepare(obj *unstructured.Unstructured, res resource, ns string)
 	} else {
 		unstructured.RemoveNestedField(u.Object, "metadata", "namespace")
 	}
+	st.opts.Tracking.stamp(u, res.namespaced)
 	return u
 }
 
@@ -127,9 +130,19 @@ func isSecret(k render.ObjectKey) bool { return k.Group == "" && k.Kind == "Secr
 // simulate runs the apiserver's server-side apply locally: first without force, to
 // collect conflicts, then with force, as Flux and Argo CD apply, for the predicted
 // object. Client-side-apply managers are upgraded first, as kubectl and the GitOps
-// controllers do when they move to server-side apply.
+// controllers do when they move to server-side apply. When the GitOps manager
+// itself keeps the object with client-side apply (Argo CD's default sync), the
+// predicted object is kubectl's three-way merge instead (clientSideApply); the
+// conflicts still come from the server-side apply, since they name the fields
+// another manager owns that the merge changes. The prediction is then made what
+// the server would store: server defaults the local merge dropped put back
+// (withServerDefaults) and typed values in their canonical form (canonical).
 func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	fm, err := st.r.getSchemas().fieldManager(ctx, j.head.GroupVersionKind())
+	if err != nil {
+		return diffing.Prediction{Err: st.applyError("simulating apply of", j.key, err)}
+	}
+	csa, err := appliesClientSide(j.live, st.opts.Manager)
 	if err != nil {
 		return diffing.Prediction{Err: st.applyError("simulating apply of", j.key, err)}
 	}
@@ -145,15 +158,24 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 			return diffing.Prediction{Err: st.applyError("simulating apply of", j.key, err)}
 		}
 		p.Conflicts = conflicts
-		if obj, err = fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, true); err != nil {
-			return diffing.Prediction{Conflicts: conflicts, Err: st.applyError("simulating forced apply of", j.key, err)}
+		if !csa {
+			if obj, err = fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, true); err != nil {
+				return diffing.Prediction{Conflicts: conflicts, Err: st.applyError("simulating forced apply of", j.key, err)}
+			}
 		}
+	}
+	if csa {
+		u, err := clientSideApply(j.live, j.head)
+		if err != nil {
+			return diffing.Prediction{Conflicts: p.Conflicts, Err: st.applyError("simulating client-side apply of", j.key, err)}
+		}
+		obj = u
 	}
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return diffing.Prediction{Err: fmt.Errorf("simulating apply of %s: unexpected result type %T", j.key, obj)}
 	}
-	p.Object = withServerDefaults(u, j.live, j.base, j.head.Object)
+	p.Object = canonical(withServerDefaults(u, j.live, j.base, j.head.Object))
 	return p
 }
 

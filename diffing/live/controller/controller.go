@@ -24,6 +24,8 @@ var resources = map[string]schema.GroupVersionResource{
 	"HelmRelease":   {Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"},
 }
 
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
 // defaultNamespaces is where each controller keeps its objects when the
 // controller in git names no namespace.
 var defaultNamespaces = map[string]string{
@@ -46,6 +48,8 @@ type State struct {
 	SelfHeal  bool
 	// Suspended is Flux's spec.suspend.
 	Suspended bool
+	// Argo holds the argocd-cm settings of the Argo CD that owns an Application.
+	Argo ArgoSettings
 }
 
 // Read gets the live controller object c names (one GET) and reads its sync policy
@@ -65,14 +69,18 @@ func Read(ctx context.Context, cfg *rest.Config, c diffing.Controller) (*State, 
 	if err != nil {
 		return nil, fmt.Errorf("reading live %s %s/%s: creating client: %w", c.Kind, ns, c.Name, err)
 	}
+	var argo ArgoSettings
+	if c.Kind == "Application" {
+		argo = readArgoSettings(ctx, dyn, ns)
+	}
 	obj, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, c.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &State{}, nil
+		return &State{Argo: argo}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading live %s %s/%s: %w", c.Kind, ns, c.Name, err)
 	}
-	st := &State{Exists: true}
+	st := &State{Exists: true, Argo: argo}
 	switch c.Kind {
 	case "Application":
 		readApplication(obj, st)
@@ -152,6 +160,18 @@ func ParseInventoryID(id string) (render.ObjectKey, bool) {
 		return render.ObjectKey{}, false
 	}
 	return render.ObjectKey{Namespace: parts[0], Name: parts[1], Group: parts[2], Kind: parts[3]}, true
+}
+
+// nestedStringMap reads a map of strings, skipping values of other types.
+func nestedStringMap(obj map[string]any, fields ...string) (map[string]string, bool, error) {
+	m, found, err := unstructured.NestedMap(obj, fields...)
+	out := map[string]string{}
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out, found, err
 }
 
 func sortKeys(keys []render.ObjectKey) {

@@ -1,0 +1,130 @@
+package live
+
+import (
+	"fmt"
+	"regexp"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The marks GitOps controllers write on what they apply.
+const (
+	// argoDefaultLabelKey is common.LabelKeyAppInstance in argo-cd common/common.go.
+	argoDefaultLabelKey = "app.kubernetes.io/instance"
+	// argoTrackingID is common.AnnotationKeyAppInstance.
+	argoTrackingID = "argocd.argoproj.io/tracking-id"
+	// argoInstallationID is common.AnnotationInstallationID.
+	argoInstallationID = "argocd.argoproj.io/installation-id"
+	// The values of argocd-cm application.resourceTrackingMethod.
+	ArgoTrackingAnnotation         = "annotation"
+	ArgoTrackingLabel              = "label"
+	ArgoTrackingAnnotationAndLabel = "annotation+label"
+	// argoLabelMaxLength is LabelMaxLength in argo-cd util/argo/resource_tracking.go.
+	argoLabelMaxLength = 63
+
+	// fluxKSGroup is kustomize-controller's owner group: fluxcd/pkg ssa
+	// ResourceManager.SetOwnerLabels writes <group>/name and <group>/namespace.
+	fluxKSGroup = "kustomize.toolkit.fluxcd.io"
+	// fluxHelmGroup is helm-controller's: its postrender OriginLabels
+	// (internal/postrender/common_renderer.go) writes <group>/name and
+	// <group>/namespace of the HelmRelease.
+	fluxHelmGroup = "helm.toolkit.fluxcd.io"
+
+	// Helm's setMetadataVisitor (helm.sh/helm/v4 pkg/action/validate.go) marks
+	// every resource of a release on install, upgrade and rollback.
+	helmReleaseName      = "meta.helm.sh/release-name"
+	helmReleaseNamespace = "meta.helm.sh/release-namespace"
+	helmManagedByLabel   = "app.kubernetes.io/managed-by"
+	helmManagedByValue   = "Helm"
+)
+
+// argoOkEnd is OkEndPattern of argo-cd util/argo/resource_tracking.go.
+var argoOkEnd = regexp.MustCompile("[a-zA-Z0-9]$")
+
+// stamp adds to an apply request the tracking marks its controller adds before it
+// applies, so the prediction holds them as the live object does and a no-op merge
+// shows no change. namespaced says whether the kind is namespaced.
+func (t Tracking) stamp(u *unstructured.Unstructured, namespaced bool) {
+	labels, annotations := u.GetLabels(), u.GetAnnotations()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	if t.ArgoApp != "" && !isCRD(u) {
+		t.stampArgo(u, namespaced, labels, annotations)
+	}
+	if t.FluxName != "" {
+		labels[fluxKSGroup+"/name"] = t.FluxName
+		labels[fluxKSGroup+"/namespace"] = t.FluxNamespace
+	}
+	if t.FluxHelmName != "" {
+		labels[fluxHelmGroup+"/name"] = t.FluxHelmName
+		labels[fluxHelmGroup+"/namespace"] = t.FluxHelmNamespace
+	}
+	if t.HelmRelease != "" {
+		labels[helmManagedByLabel] = helmManagedByValue
+		annotations[helmReleaseName] = t.HelmRelease
+		annotations[helmReleaseNamespace] = t.HelmNamespace
+	}
+	if len(labels) > 0 {
+		u.SetLabels(labels)
+	}
+	if len(annotations) > 0 {
+		u.SetAnnotations(annotations)
+	}
+}
+
+// stampArgo follows resourceTracking.SetAppInstance (argo-cd
+// util/argo/resource_tracking.go): the repo server calls it on every rendered
+// object but CustomResourceDefinitions (reposerver/repository/repository.go), and
+// the controller again once it has settled the namespace (controller/state.go
+// NormalizeTargetObjects). The tracking id is
+// "<app>:<group>/<kind>:<namespace>/<name>", with the destination namespace for
+// objects that have none, cluster-scoped ones included.
+func (t Tracking) stampArgo(u *unstructured.Unstructured, namespaced bool, labels, annotations map[string]string) {
+	annotate := func() {
+		ns := ""
+		if namespaced {
+			ns = u.GetNamespace()
+		}
+		if ns == "" {
+			ns = t.ArgoDestNamespace
+		}
+		gvk := u.GroupVersionKind()
+		annotations[argoTrackingID] = fmt.Sprintf("%s:%s/%s:%s/%s", t.ArgoApp, gvk.Group, gvk.Kind, ns, u.GetName())
+		if t.ArgoInstallationID != "" {
+			annotations[argoInstallationID] = t.ArgoInstallationID
+		} else {
+			delete(annotations, argoInstallationID)
+		}
+	}
+	switch t.ArgoMethod {
+	case ArgoTrackingLabel:
+		labels[t.argoLabelKey()] = t.ArgoApp // not truncated: the value is the app name
+	case ArgoTrackingAnnotationAndLabel:
+		annotate()
+		labels[t.argoLabelKey()] = truncateArgoLabel(t.ArgoApp)
+	default: // "annotation", the default since Argo CD 3.0
+		annotate()
+	}
+}
+
+// truncateArgoLabel is TruncateLabel of argo-cd util/argo/resource_tracking.go: at
+// most 63 characters, ending in a letter or digit.
+func truncateArgoLabel(v string) string {
+	if len(v) <= argoLabelMaxLength {
+		return v
+	}
+	v = v[:argoLabelMaxLength]
+	for len(v) > 1 && !argoOkEnd.MatchString(v) {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+func isCRD(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
+}
