@@ -1,6 +1,8 @@
 package live
 
 import (
+	"reflect"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -54,7 +56,7 @@ func restoreDefaults(pred, live, base, head map[string]any, inList bool) {
 			for i := range l {
 				lm, ok1 := l[i].(map[string]any)
 				pm, ok2 := p[i].(map[string]any)
-				if !ok1 || !ok2 {
+				if !ok1 || !ok2 || !sameItem(pm, lm) {
 					continue
 				}
 				restoreDefaults(pm, lm, itemAt(b, i), itemAt(h, i), true)
@@ -69,4 +71,29 @@ func itemAt(l []any, i int) map[string]any {
 		return m
 	}
 	return nil
+}
+
+// sameItem reports whether a predicted list item is the live item at the same
+// index: no scalar field both have differs. A Service port 80 replaced by port 8080
+// is another item, whose defaults (targetPort = port) the server computes afresh,
+// so live's are not carried over to it.
+func sameItem(pred, live map[string]any) bool {
+	for k, lv := range live {
+		pv, ok := pred[k]
+		if !ok {
+			continue
+		}
+		switch lv.(type) {
+		case map[string]any, []any:
+			continue
+		}
+		switch pv.(type) {
+		case map[string]any, []any:
+			continue
+		}
+		if !reflect.DeepEqual(pv, lv) {
+			return false
+		}
+	}
+	return true
 }

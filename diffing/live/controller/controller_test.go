@@ -288,3 +288,50 @@ func TestParseInventoryID(t *testing.T) {
 		}
 	}
 }
+
+// TestArgoSettings: Read takes Argo CD's tracking settings from argocd-cm next to
+// the Application when it is readable, and leaves them empty (Argo CD's defaults)
+// when it is missing or forbidden.
+func TestArgoSettings(t *testing.T) {
+	installCRDs(t)
+	ns := cluster.Namespace(t)
+	seed(t, ns, shopApp)
+	app := diffing.Controller{Kind: "Application", Name: "shop", Namespace: ns}
+	st, err := controller.Read(t.Context(), cluster.Config(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(controller.ArgoSettings{}, st.Argo); diff != "" {
+		t.Errorf("without argocd-cm (-want +got):\n%s", diff)
+	}
+	cm := testcluster.FromYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-cm, namespace: `+ns+`}
+data:
+  application.instanceLabelKey: argocd.argoproj.io/instance
+  application.resourceTrackingMethod: annotation+label
+  installationID: blue
+`)
+	cluster.ApplyAs(t.Context(), t, cm, "argocd-operator")
+	st, err = controller.Read(t.Context(), cluster.Config(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := controller.ArgoSettings{Read: true, Namespace: ns, InstanceLabelKey: "argocd.argoproj.io/instance",
+		TrackingMethod: "annotation+label", InstallationID: "blue"}
+	if diff := cmp.Diff(want, st.Argo); diff != "" {
+		t.Errorf("with argocd-cm (-want +got):\n%s", diff)
+	}
+	// An identity that may read Applications but not ConfigMaps gets the defaults.
+	appsOnly := cluster.UserConfig(t, "argo-apps-only", []rbacv1.PolicyRule{
+		{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"}, Verbs: []string{"get"}},
+	})
+	st, err = controller.Read(t.Context(), appsOnly, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Exists || st.Argo != (controller.ArgoSettings{}) {
+		t.Errorf("forbidden argocd-cm: exists %v, settings %+v; want the Application and default settings", st.Exists, st.Argo)
+	}
+}

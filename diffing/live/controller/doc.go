@@ -10,5 +10,10 @@
 // State.Inventory is the controller's own list of what it manages, which widens the
 // prune scope beyond tracking labels.
 //
-// Read needs only get on the one controller object.
+// For an Application, Read also gets argocd-cm (in the Application's namespace, else
+// argocd) for Argo CD's tracking method, instance label key and installation ID,
+// which decide the marks Argo CD writes on what it applies; when it cannot be read,
+// State.Argo is empty and Argo CD's defaults apply.
+//
+// Read needs only get on the one controller object (and argocd-cm, optionally).
 package controller
