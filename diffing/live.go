@@ -252,6 +252,15 @@ func (d *differ) refused(k render.ObjectKey, head, live *unstructured.Unstructur
 		c.LiveAction = ActionUnchanged
 		d.serverJudged[k] = true
 		d.immutableRefused(k, head, live, r)
+		if d.opts.Replace && live != nil {
+			// The controller replaces what it cannot update (Argo CD Replace=true,
+			// Flux force), so the live object does change: to head, as simulate
+			// predicts it.
+			if diff, hidden, changed := d.objectDiff(k, live, head, secretValues(live), predictedSecretValues(live, head)); changed {
+				c.LiveAction, c.LiveDiff = ActionModified, diff
+				c.IgnoredLines += hidden
+			}
+		}
 	default:
 		c.LiveAction = ActionUnchanged
 		text := r.Detail

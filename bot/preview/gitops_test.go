@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -216,6 +217,10 @@ type gitopsStep struct {
 	ClientSide bool `json:"clientSide"`
 	// ReleaseName renders the path as a Helm chart with this release name.
 	ReleaseName string `json:"releaseName"`
+	// Edit reads the live object, sets each JSON pointer of Set and writes it back
+	// with a plain update as Manager (kubectl edit).
+	Edit *ref           `json:"edit"`
+	Set  map[string]any `json:"set"`
 }
 
 // gitopsRepoURL is the URL the scenarios' Applications name this repository by.
@@ -347,6 +352,52 @@ var gitopsCases = []gitopsCase{
 			}
 			// The list generator's Application is rendered next to it.
 			wantChange(t, rep, "g07-web", "ConfigMap/g07/web-config", diffing.ActionModified, diffing.ActionModified)
+		},
+	},
+	// Issue 8: a no-op PR against a cluster exactly in sync, per controller and
+	// apply mode, must give no change and no finding; the live objects carry what
+	// the controller writes (live/steps.yaml).
+	{name: "40-argo-csa-noop", check: wantNoOp},
+	{name: "41-argo-ssa-noop", check: wantNoOp},
+	{name: "42-flux-ks-noop", check: wantNoOp},
+	{name: "43-flux-helmrelease-noop", check: wantNoOp},
+	{
+		name: "44-argo-csa-changes",
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g44-web", "Deployment/g44/web", diffing.ActionModified, diffing.ActionModified)
+			for _, c := range targetNamed(t, rep, "g44-web").Changes {
+				if c.Key.String() != "Deployment/g44/web" {
+					continue
+				}
+				if !strings.Contains(c.LiveDiff, "-    team: shop") {
+					t.Errorf("kubectl's three-way merge removes the label git dropped; live diff:\n%s", c.LiveDiff)
+				}
+				for _, def := range []string{"progressDeadlineSeconds", "revisionHistoryLimit", "dnsPolicy", "schedulerName", "terminationGracePeriodSeconds"} {
+					if strings.Contains(c.LiveDiff, "-  "+def) || strings.Contains(c.LiveDiff, "-      "+def) {
+						t.Errorf("the server default %s is shown removed; a client-side apply keeps it:\n%s", def, c.LiveDiff)
+					}
+				}
+			}
+		},
+		mustNot: []string{"field-conflict", "live-drift"},
+	},
+	{
+		name:    "45-quantities",
+		mustNot: []string{"field-conflict", "live-drift"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g45-web", "Deployment/g45/web", diffing.ActionModified, diffing.ActionUnchanged)
+		},
+	},
+	{
+		name: "46-secret-stringdata-drift",
+		must: []string{"live-drift Secret/g46/db-creds /data/password kubectl-client-side-apply"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			md := report.Markdown(rep, report.DefaultOptions())
+			for _, out := range []string{md, string(js)} {
+				if strings.Contains(out, "SECRET-VALUE") || strings.Contains(out, "aGFuZC1yb3RhdGVkLVNFQ1JFVC1WQUxVRQ") {
+					t.Errorf("a Secret value leaked into the output:\n%s", out)
+				}
+			}
 		},
 	},
 }
@@ -597,6 +648,10 @@ func seedGitOps(t *testing.T, dir string, s gitopsStep) {
 	switch {
 	case s.Apply != "":
 		for _, obj := range docs(t, filepath.Join(dir, s.Apply)) {
+			if s.ClientSide {
+				cluster.ClientSideApplyAs(ctx, t, obj, manager)
+				continue
+			}
 			cluster.ApplyAs(ctx, t, obj, manager)
 			if st, ok := obj.Object["status"].(map[string]any); ok {
 				cluster.SetStatusAs(ctx, t, obj, st, manager)
@@ -624,6 +679,14 @@ func seedGitOps(t *testing.T, dir string, s gitopsStep) {
 		}
 	case s.Scale != nil:
 		cluster.ScaleAs(ctx, t, s.Scale.object(), s.Replicas, manager)
+	case s.Edit != nil:
+		cluster.EditAs(ctx, t, s.Edit.object(), manager, func(u *unstructured.Unstructured) {
+			for p, v := range s.Set {
+				if err := setPointer(u.Object, p, v); err != nil {
+					t.Fatalf("%s/live/steps.yaml: %v", dir, err)
+				}
+			}
+		})
 	default:
 		t.Fatalf("empty step in %s/live/steps.yaml", dir)
 	}
@@ -672,5 +735,55 @@ func markTracking(obj *unstructured.Unstructured, s gitopsStep) {
 	}
 	if len(s.Annotations) > 0 {
 		obj.SetAnnotations(add(obj.GetAnnotations(), s.Annotations))
+	}
+}
+
+// setPointer sets the value at a JSON pointer whose parents exist (list items by
+// index).
+func setPointer(obj map[string]any, pointer string, v any) error {
+	segs := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	var cur any = obj
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			if last {
+				c[seg] = v
+				return nil
+			}
+			cur = c[seg]
+		case []any:
+			n, err := strconv.Atoi(seg)
+			if err != nil || n < 0 || n >= len(c) {
+				return fmt.Errorf("%s: no list item %q", pointer, seg)
+			}
+			if last {
+				c[n] = v
+				return nil
+			}
+			cur = c[n]
+		default:
+			return fmt.Errorf("%s: %q is not in the object", pointer, seg)
+		}
+	}
+	return nil
+}
+
+// wantNoOp checks that a report changes nothing, in git or live, and finds
+// nothing.
+func wantNoOp(t *testing.T, rep *diffing.Report, _ []byte) {
+	t.Helper()
+	for _, tr := range rep.Targets {
+		if !tr.LiveChecked {
+			t.Errorf("%s: no complete live comparison", tr.Name)
+		}
+		for _, c := range tr.Changes {
+			if c.Action != diffing.ActionUnchanged || (c.LiveAction != "" && c.LiveAction != diffing.ActionUnchanged) {
+				t.Errorf("%s: %s is %s, live %s, in a no-op PR:\n%s", tr.Name, c.Key, c.Action, c.LiveAction, c.LiveDiff)
+			}
+		}
+	}
+	if got := findingLines(rep); len(got) > 0 {
+		t.Errorf("findings in a no-op PR:\n  %s", strings.Join(got, "\n  "))
 	}
 }
