@@ -128,6 +128,7 @@ func TestController(t *testing.T) {
 	installCRDs(t)
 	t.Run("read and findings", testReadAndFindings)
 	t.Run("read errors", testReadErrors)
+	t.Run("argocd-cm", testArgoSettings)
 }
 
 func testReadAndFindings(t *testing.T) {
@@ -289,11 +290,10 @@ func TestParseInventoryID(t *testing.T) {
 	}
 }
 
-// TestArgoSettings: Read takes Argo CD's tracking settings from argocd-cm next to
+// testArgoSettings: Read takes Argo CD's tracking settings from argocd-cm next to
 // the Application when it is readable, and leaves them empty (Argo CD's defaults)
 // when it is missing or forbidden.
-func TestArgoSettings(t *testing.T) {
-	installCRDs(t)
+func testArgoSettings(t *testing.T) {
 	ns := cluster.Namespace(t)
 	seed(t, ns, shopApp)
 	app := diffing.Controller{Kind: "Application", Name: "shop", Namespace: ns}
