@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -108,6 +109,9 @@ func pullRequestEvent(ev bot.Event, p *gh.PullRequestEvent) (bot.Event, error) {
 	if pr.Number == 0 {
 		pr.Number = p.GetNumber()
 	}
+	if pr.Repo == "" || pr.Number <= 0 {
+		return ev, fmt.Errorf("decoding github pull_request %s payload: repository.full_name or number is missing", action)
+	}
 	pr.InstallationID = p.GetInstallation().GetID()
 	if pr.InstallationID == 0 {
 		return ev, fmt.Errorf("github pull_request %s for %s#%d has no installation.id: deliver it from the GitHub App, not a repository webhook", action, pr.Repo, pr.Number)
@@ -122,7 +126,12 @@ func issueCommentEvent(ev bot.Event, p *gh.IssueCommentEvent) (bot.Event, error)
 	case p.GetAction() != "created":
 		ev.Kind, ev.Reason = bot.EventIgnore, fmt.Sprintf("issue_comment action %q is not handled", p.GetAction())
 		return ev, nil
-	case !p.GetIssue().IsPullRequest():
+	case p.Issue == nil:
+		// Issue.IsPullRequest has a value receiver: a nil issue would panic.
+		return ev, errors.New("decoding github issue_comment created payload: no issue object (GitHub always sends one: is this a real delivery?)")
+	case p.Comment == nil:
+		return ev, errors.New("decoding github issue_comment created payload: no comment object (GitHub always sends one: is this a real delivery?)")
+	case !p.Issue.IsPullRequest():
 		ev.Kind, ev.Reason = bot.EventIgnore, "comment on an issue, not a pull request"
 		return ev, nil
 	case hosttext.FirstLine(p.GetComment().GetBody()) != RerunCommand:
@@ -138,6 +147,9 @@ func issueCommentEvent(ev bot.Event, p *gh.IssueCommentEvent) (bot.Event, error)
 		Number:         p.GetIssue().GetNumber(),
 		InstallationID: p.GetInstallation().GetID(),
 		URL:            p.GetIssue().GetHTMLURL(),
+	}
+	if ev.PR.Repo == "" || ev.PR.Number <= 0 {
+		return ev, errors.New("decoding github issue_comment created payload: repository.full_name or issue.number is missing")
 	}
 	if ev.PR.InstallationID == 0 {
 		return ev, fmt.Errorf("github issue_comment for %s#%d has no installation.id: deliver it from the GitHub App", ev.PR.Repo, ev.PR.Number)

@@ -152,7 +152,7 @@ func (p *mergeRequestHook) event(ev bot.Event) (bot.Event, error) {
 		return ev, nil
 	}
 	ev.PR = a.pr(p.Project)
-	if ev.PR.Number == 0 || ev.PR.Repo == "" {
+	if ev.PR.Number <= 0 || ev.PR.Repo == "" {
 		return ev, fmt.Errorf("decoding gitlab merge request hook: object_attributes.iid or project.path_with_namespace is missing")
 	}
 	return ev, nil
@@ -176,5 +176,8 @@ func (p *noteHook) event(ev bot.Event) (bot.Event, error) {
 	}
 	ev.Kind = bot.EventRerun
 	ev.PR = p.MergeRequest.pr(p.Project)
+	if ev.PR.Number <= 0 || ev.PR.Repo == "" {
+		return ev, fmt.Errorf("decoding gitlab note hook: merge_request.iid or project.path_with_namespace is missing")
+	}
 	return ev, nil
 }

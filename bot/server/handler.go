@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -138,7 +139,9 @@ func (h *Handler) webhook(w http.ResponseWriter, r *http.Request) {
 		}
 		h.metrics.delivery(hostName, "bad_request")
 		log.Warn("webhook not understood", "error", err)
-		reply(w, http.StatusBadRequest, "bad_request", "payload not understood")
+		// The delivery is authenticated, so its own error says what is wrong with it
+		// (adapters never put secrets into parse errors).
+		reply(w, http.StatusBadRequest, "bad_request", "payload not understood: "+truncate(err.Error(), 500))
 		return
 	}
 	log = log.With("delivery", ev.DeliveryID, "event", ev.Kind, "repo", ev.PR.Repo, "pr", ev.PR.Number)
@@ -231,4 +234,15 @@ func (h *Handler) enqueue(ctx context.Context, ev bot.Event, log *slog.Logger) (
 	}
 	log.Info("queued preview", "job", id, "head", ev.PR.HeadSHA)
 	return "queued", http.StatusAccepted, response{Job: id}, nil
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
