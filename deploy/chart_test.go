@@ -196,6 +196,7 @@ func TestChartServerConfig(t *testing.T) {
 	}
 	want := serverconfig.Config{
 		Listen: ":8080", WorkDir: "/var/lib/driftpreview/mirrors", LogLevel: "info", Repos: []string{"acme/gitops"},
+		Metrics: serverconfig.Metrics{Listen: "0.0.0.0:9090"},
 		GitHub: serverconfig.GitHub{AppID: 31337, PrivateKeyFile: "/etc/driftpreview/github/private-key.pem",
 			WebhookSecretFile: "/etc/driftpreview/github/webhook-secret"},
 		GitLab: serverconfig.GitLab{URL: "https://gitlab.com", TokenFile: "/etc/driftpreview/gitlab/token",
@@ -210,6 +211,73 @@ func TestChartServerConfig(t *testing.T) {
 	if cfg.Queue.JobTimeout.String() != "10m0s" {
 		t.Errorf("jobTimeout = %s, want 10m", cfg.Queue.JobTimeout)
 	}
+}
+
+// TestChartMetrics checks that metrics get a port and a ClusterIP Service of their
+// own (never the webhook Service or the ingress), that a bearer token Secret is
+// mounted and named in server.yaml, and that the ServiceMonitor scrapes that port
+// with the token.
+func TestChartMetrics(t *testing.T) {
+	set := renderChart(t, map[string]any{
+		"ingress": map[string]any{"enabled": true},
+		"metrics": map[string]any{"existingSecret": "dp-metrics", "serviceMonitor": map[string]any{"enabled": true}},
+	})
+	text, _, _ := unstructured.NestedString(byKind(set, "ConfigMap")[0].Object, "data", "server.yaml")
+	var cfg serverconfig.Config
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if want := (serverconfig.Metrics{Listen: "0.0.0.0:9090", BearerTokenFile: "/etc/driftpreview/metrics/token"}); cfg.Metrics != want {
+		t.Errorf("server.yaml metrics = %+v, want %+v", cfg.Metrics, want)
+	}
+	services := map[string][]string{}
+	for _, svc := range byKind(set, "Service") {
+		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		for _, p := range ports {
+			services[svc.GetName()] = append(services[svc.GetName()], p.(map[string]any)["name"].(string))
+		}
+	}
+	if diff := cmp.Diff(map[string][]string{"driftpreview": {"http"}, "driftpreview-metrics": {"metrics"}}, services); diff != "" {
+		t.Errorf("Service ports (-want +got):\n%s", diff)
+	}
+	ing := byKind(set, "Ingress")
+	if len(ing) != 1 || strings.Contains(mustYAML(t, ing[0].Object), "metrics") {
+		t.Errorf("the ingress must route to the webhook Service only")
+	}
+	sms := byKind(set, "ServiceMonitor")
+	if len(sms) != 1 {
+		t.Fatalf("got %d ServiceMonitors, want 1", len(sms))
+	}
+	eps, _, _ := unstructured.NestedSlice(sms[0].Object, "spec", "endpoints")
+	sel, _, _ := unstructured.NestedStringMap(sms[0].Object, "spec", "selector", "matchLabels")
+	if len(eps) != 1 || eps[0].(map[string]any)["port"] != "metrics" || sel["app.kubernetes.io/component"] != "metrics" {
+		t.Errorf("ServiceMonitor does not scrape the metrics Service's metrics port: %v %v", sel, eps)
+	}
+	cred, _, _ := unstructured.NestedStringMap(eps[0].(map[string]any), "authorization", "credentials")
+	if cred["name"] != "dp-metrics" || cred["key"] != "token" {
+		t.Errorf("ServiceMonitor credentials = %v, want the dp-metrics Secret's token", cred)
+	}
+	dep := mustYAML(t, byKind(set, "Deployment")[0].Object)
+	for _, want := range []string{"containerPort: 9090", "mountPath: /etc/driftpreview/metrics", "secretName: dp-metrics"} {
+		if !strings.Contains(dep, want) {
+			t.Errorf("Deployment lacks %q", want)
+		}
+	}
+
+	off := renderChart(t, map[string]any{"metrics": map[string]any{"enabled": false}})
+	text, _, _ = unstructured.NestedString(byKind(off, "ConfigMap")[0].Object, "data", "server.yaml")
+	if !strings.Contains(text, `listen: "off"`) || len(byKind(off, "Service")) != 1 {
+		t.Errorf("metrics.enabled=false must turn the listener off and drop the metrics Service:\n%s", text)
+	}
+}
+
+func mustYAML(t *testing.T, obj map[string]any) string {
+	t.Helper()
+	b, err := sigsyaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestChartRefusesUnsafeValues(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -51,18 +52,29 @@ func (c *Client) ParseWebhook(h http.Header, body []byte) (bot.Event, error) {
 	return ev, nil
 }
 
+// VerifyWebhook checks the X-Hub-Signature-256 header's form and returns the HMAC the
+// body must be written to, and the check comparing it with the header (constant
+// time) once the whole body was written. The server streams bodies through it, so
+// an unauthenticated body is never held in memory.
+func (c *Client) VerifyWebhook(h http.Header) (io.Writer, func() error, error) {
+	got, err := signature(h.Get("X-Hub-Signature-256"))
+	if err != nil {
+		return nil, nil, err
+	}
+	mac := hmac.New(sha256.New, c.opts.WebhookSecret)
+	return mac, func() error {
+		if !hmac.Equal(got, mac.Sum(nil)) {
+			return fmt.Errorf("verifying github webhook: signature does not match the body: %w", bot.ErrUnauthorized)
+		}
+		return nil
+	}, nil
+}
+
 // verify checks a "sha256=<hex>" signature of body in constant time.
 func verify(secret []byte, sig string, body []byte) error {
-	if sig == "" {
-		return fmt.Errorf("verifying github webhook: no X-Hub-Signature-256 header: %w", bot.ErrUnauthorized)
-	}
-	hexSig, ok := strings.CutPrefix(sig, "sha256=")
-	if !ok {
-		return fmt.Errorf("verifying github webhook: X-Hub-Signature-256 is not sha256=<hex>: %w", bot.ErrUnauthorized)
-	}
-	got, err := hex.DecodeString(hexSig)
+	got, err := signature(sig)
 	if err != nil {
-		return fmt.Errorf("verifying github webhook: X-Hub-Signature-256 is not hex: %w", bot.ErrUnauthorized)
+		return err
 	}
 	mac := hmac.New(sha256.New, secret)
 	mac.Write(body)
@@ -70,6 +82,22 @@ func verify(secret []byte, sig string, body []byte) error {
 		return fmt.Errorf("verifying github webhook: signature does not match the body: %w", bot.ErrUnauthorized)
 	}
 	return nil
+}
+
+// signature decodes a "sha256=<hex>" header value.
+func signature(sig string) ([]byte, error) {
+	if sig == "" {
+		return nil, fmt.Errorf("verifying github webhook: no X-Hub-Signature-256 header: %w", bot.ErrUnauthorized)
+	}
+	hexSig, ok := strings.CutPrefix(sig, "sha256=")
+	if !ok {
+		return nil, fmt.Errorf("verifying github webhook: X-Hub-Signature-256 is not sha256=<hex>: %w", bot.ErrUnauthorized)
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil || len(got) != sha256.Size {
+		return nil, fmt.Errorf("verifying github webhook: X-Hub-Signature-256 is not a hex SHA-256: %w", bot.ErrUnauthorized)
+	}
+	return got, nil
 }
 
 func decode(kind string, body []byte, into any) error {

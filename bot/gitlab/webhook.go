@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/driftpreview/driftpreview/bot"
@@ -21,13 +22,8 @@ const RerunCommand = "/driftpreview rerun"
 // else X-Gitlab-Webhook-UUID. Hooks give the head SHA but no base SHA: the server
 // fills it with ResolvePR.
 func (c *Client) ParseWebhook(h http.Header, body []byte) (bot.Event, error) {
-	tok := h.Get("X-Gitlab-Token")
-	if tok == "" {
-		return bot.Event{}, fmt.Errorf("verifying gitlab webhook: no X-Gitlab-Token header: %w", bot.ErrUnauthorized)
-	}
-	got, want := sha256.Sum256([]byte(tok)), sha256.Sum256(c.opts.WebhookSecret)
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		return bot.Event{}, fmt.Errorf("verifying gitlab webhook: X-Gitlab-Token does not match the secret: %w", bot.ErrUnauthorized)
+	if err := c.verify(h); err != nil {
+		return bot.Event{}, err
 	}
 	ev := bot.Event{DeliveryID: firstOf(h, "Idempotency-Key", "X-Gitlab-Event-UUID", "X-Gitlab-Webhook-UUID")}
 	switch kind := h.Get("X-Gitlab-Event"); kind {
@@ -49,6 +45,28 @@ func (c *Client) ParseWebhook(h http.Header, body []byte) (bot.Event, error) {
 		ev.Kind, ev.Reason = bot.EventIgnore, fmt.Sprintf("event %q is not handled", kind)
 	}
 	return ev, nil
+}
+
+// VerifyWebhook checks X-Gitlab-Token before the body is read: GitLab's token is a
+// header, so an unauthenticated body is never read at all. The returned writer and
+// check are no-ops.
+func (c *Client) VerifyWebhook(h http.Header) (io.Writer, func() error, error) {
+	if err := c.verify(h); err != nil {
+		return nil, nil, err
+	}
+	return io.Discard, func() error { return nil }, nil
+}
+
+func (c *Client) verify(h http.Header) error {
+	tok := h.Get("X-Gitlab-Token")
+	if tok == "" {
+		return fmt.Errorf("verifying gitlab webhook: no X-Gitlab-Token header: %w", bot.ErrUnauthorized)
+	}
+	got, want := sha256.Sum256([]byte(tok)), sha256.Sum256(c.opts.WebhookSecret)
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		return fmt.Errorf("verifying gitlab webhook: X-Gitlab-Token does not match the secret: %w", bot.ErrUnauthorized)
+	}
+	return nil
 }
 
 func firstOf(h http.Header, names ...string) string {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -20,8 +21,17 @@ import (
 	"github.com/driftpreview/driftpreview/bot/serverconfig"
 )
 
-// MaxBodyBytes caps a webhook body; larger deliveries get 413.
-const MaxBodyBytes = 25 << 20
+// MaxBodyBytes is the default cap of a webhook body; larger deliveries get 413.
+// GitHub caps its payloads at 25 MB, but the events the bot acts on (pull_request,
+// issue_comment, Merge Request and Note Hooks) stay far below 10 MiB.
+const MaxBodyBytes = 10 << 20
+
+// MaxConcurrent is the default number of deliveries received at once; more wait up
+// to SlotWait for a slot and are then answered 503 with Retry-After.
+const MaxConcurrent = 8
+
+// DefaultSlotWait is how long a delivery waits for a free slot by default.
+const DefaultSlotWait = time.Second
 
 // WebhookParser verifies and parses one host's deliveries (*github.Client,
 // *gitlab.Client). Its error wraps bot.ErrUnauthorized for a bad or missing
@@ -47,10 +57,19 @@ type HandlerOptions struct {
 	Repos []string
 	// MaxBodyBytes caps webhook bodies (default MaxBodyBytes).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// MaxConcurrent bounds the deliveries received at once (default MaxConcurrent).
+	// Each holds at most 256 KiB of its body in memory (the rest is spooled to a
+	// temporary file until its signature is checked), so memory stays bounded
+	// whatever is sent.
+	MaxConcurrent int
+	// SlotWait is how long a delivery waits for a slot before it is answered 503
+	// (default DefaultSlotWait).
+	SlotWait time.Duration
+	Logger   *slog.Logger
 }
 
-// Handler serves /webhooks/{host}, /healthz, /readyz and /metrics.
+// Handler serves /webhooks/{host}, /healthz and /readyz. Metrics are served on a
+// listener of their own (Metrics.Handler).
 type Handler struct {
 	hosts   map[string]WebhookParser
 	queue   Queue
@@ -58,6 +77,7 @@ type Handler struct {
 	opts    HandlerOptions
 	log     *slog.Logger
 	mux     *http.ServeMux
+	slots   chan struct{}
 }
 
 // NewHandler builds the handler; hosts is keyed by the path segment and bot.PR.Host
@@ -66,14 +86,20 @@ func NewHandler(hosts map[string]WebhookParser, q Queue, m *Metrics, opts Handle
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = MaxBodyBytes
 	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = MaxConcurrent
+	}
+	if opts.SlotWait <= 0 {
+		opts.SlotWait = DefaultSlotWait
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{hosts: hosts, queue: q, metrics: m, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	h := &Handler{hosts: hosts, queue: q, metrics: m, opts: opts, log: opts.Logger, mux: http.NewServeMux(),
+		slots: make(chan struct{}, opts.MaxConcurrent)}
 	h.mux.HandleFunc("POST /webhooks/{host}", h.webhook)
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { reply(w, http.StatusOK, "ok", "") })
 	h.mux.HandleFunc("GET /readyz", h.ready)
-	h.mux.Handle("GET /metrics", m.Handler())
 	return h
 }
 
@@ -116,7 +142,30 @@ func (h *Handler) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log := h.log.With("host", hostName)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	// What the headers alone prove is checked before a slot is taken or a byte of
+	// the body read.
+	var mac io.Writer = io.Discard
+	check := func() error { return nil }
+	if sv, ok := host.(StreamVerifier); ok {
+		var err error
+		if mac, check, err = sv.VerifyWebhook(r.Header); err != nil {
+			h.unauthorized(w, r, hostName, log, err)
+			return
+		}
+	}
+	if !h.acquire(r.Context()) {
+		h.metrics.delivery(hostName, "busy")
+		log.Warn("webhook refused: too many deliveries at once", "limit", h.opts.MaxConcurrent, "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		reply(w, http.StatusServiceUnavailable, "busy", fmt.Sprintf("more than %d deliveries at once; retry later", h.opts.MaxConcurrent))
+		return
+	}
+	defer func() { <-h.slots }()
+	sp := &spool{}
+	defer sp.Close()
+	// The body streams through the signature check into the spool: an
+	// unauthenticated body is never held in memory beyond spoolMemory.
+	_, err := io.Copy(io.MultiWriter(sp, mac), http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -126,15 +175,25 @@ func (h *Handler) webhook(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.metrics.delivery(hostName, "bad_request")
+		log.Warn("reading webhook body failed", "error", err)
 		reply(w, http.StatusBadRequest, "bad_request", "reading body failed")
+		return
+	}
+	if err := check(); err != nil {
+		h.unauthorized(w, r, hostName, log, err)
+		return
+	}
+	body, err := sp.Bytes()
+	if err != nil {
+		h.metrics.delivery(hostName, "error")
+		log.Error("reading spooled webhook body failed", "error", err)
+		reply(w, http.StatusServiceUnavailable, "error", "reading body failed")
 		return
 	}
 	ev, err := host.ParseWebhook(r.Header, body)
 	if err != nil {
 		if errors.Is(err, bot.ErrUnauthorized) {
-			h.metrics.delivery(hostName, "unauthorized")
-			log.Warn("webhook rejected", "error", err, "remote", r.RemoteAddr)
-			reply(w, http.StatusUnauthorized, "unauthorized", "signature or token missing or wrong")
+			h.unauthorized(w, r, hostName, log, err)
 			return
 		}
 		h.metrics.delivery(hostName, "bad_request")
@@ -151,6 +210,34 @@ func (h *Handler) webhook(w http.ResponseWriter, r *http.Request) {
 		resp.Status = result
 	}
 	replyJob(w, code, resp)
+}
+
+// retryAfterSeconds is the Retry-After of a 503 for too many deliveries at once.
+const retryAfterSeconds = 10
+
+// acquire takes a delivery slot, waiting up to SlotWait.
+func (h *Handler) acquire(ctx context.Context) bool {
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(h.opts.SlotWait)
+	defer t.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (h *Handler) unauthorized(w http.ResponseWriter, r *http.Request, hostName string, log *slog.Logger, err error) {
+	h.metrics.delivery(hostName, "unauthorized")
+	log.Warn("webhook rejected", "error", err, "remote", r.RemoteAddr)
+	reply(w, http.StatusUnauthorized, "unauthorized", "signature or token missing or wrong")
 }
 
 // accept decides what a verified delivery does; it returns the metric result.

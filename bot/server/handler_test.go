@@ -302,7 +302,11 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if code, body := get(t, h, "/readyz"); code != 200 {
 		t.Errorf("/readyz = %d %s", code, body)
 	}
-	code, metrics := get(t, h, "/metrics")
+	// Metrics name repositories and targets: never on the webhook listener.
+	if code, _ := get(t, h, "/metrics"); code != http.StatusNotFound {
+		t.Errorf("/metrics on the webhook listener = %d, want 404", code)
+	}
+	code, metrics := get(t, s.MetricsHandler(), "/metrics")
 	if code != 200 {
 		t.Fatalf("/metrics = %d", code)
 	}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
 	"time"
 
@@ -29,7 +31,7 @@ func NewMetrics() *Metrics {
 		reg: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftpreview_webhook_deliveries_total",
-			Help: "Webhook deliveries by host and result (queued, duplicate, ignored, not_allowed, cancelled, unauthorized, bad_request, too_large, error).",
+			Help: "Webhook deliveries by host and result (queued, duplicate, ignored, not_allowed, cancelled, unauthorized, bad_request, too_large, busy, error).",
 		}, []string{"host", "result"}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftpreview_jobs_total",
@@ -57,6 +59,27 @@ func NewMetrics() *Metrics {
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// MetricsHandler serves GET /metrics of m. With a token, a scrape without
+// "Authorization: Bearer <token>" gets 401 (compared in constant time); that is what
+// Prometheus sends for authorization.credentials_file.
+func MetricsHandler(m *Metrics, token string) http.Handler {
+	mux := http.NewServeMux()
+	metrics := m.Handler()
+	want := sha256.Sum256([]byte("Bearer " + token))
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if token != "" {
+			got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="driftpreview metrics"`)
+				http.Error(w, "unauthorized: send Authorization: Bearer <metrics token>", http.StatusUnauthorized)
+				return
+			}
+		}
+		metrics.ServeHTTP(w, r)
+	})
+	return mux
 }
 
 // Registry is the metrics' registry, for callers adding their own collectors.

@@ -23,8 +23,14 @@ type Host interface {
 
 // Options wires a Server.
 type Options struct {
-	// Listen is the HTTP address (":8080").
+	// Listen is the HTTP address of webhooks and health (":8080").
 	Listen string
+	// MetricsListen is the address of GET /metrics ("127.0.0.1:9090"); empty serves
+	// no metrics. Metrics name repositories and targets, so they are never served on
+	// Listen.
+	MetricsListen string
+	// MetricsToken, when set, is the bearer token every scrape must send.
+	MetricsToken string
 	// Hosts are the served hosts by name ("github", "gitlab").
 	Hosts     map[string]Host
 	Previewer jobs.Previewer
@@ -97,8 +103,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}, nil
 }
 
-// Handler is the HTTP handler (webhooks, health, metrics).
+// Handler is the HTTP handler of Listen (webhooks, health).
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// MetricsHandler is the HTTP handler of MetricsListen: GET /metrics, behind the
+// bearer token when one is configured.
+func (s *Server) MetricsHandler() http.Handler {
+	return MetricsHandler(s.Metrics, s.opts.MetricsToken)
+}
 
 // Run starts the workers and serves HTTP on Options.Listen until ctx is done, then
 // stops gracefully: HTTP first, then the queue (running jobs get a grace period and
@@ -112,22 +124,34 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve is Run on an existing listener.
+// Serve is Run on an existing listener; metrics get a listener of their own on
+// MetricsListen.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.Queue.Close()
+	var mln net.Listener
+	if s.opts.MetricsListen != "" {
+		var err error
+		if mln, err = net.Listen("tcp", s.opts.MetricsListen); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("listening for metrics on %s: %w", s.opts.MetricsListen, err)
+		}
+	}
 	if err := s.Queue.Start(ctx); err != nil {
 		_ = ln.Close()
+		if mln != nil {
+			_ = mln.Close()
+		}
 		return err
 	}
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	errc := make(chan error, 1)
+	srv := s.httpServer(s.handler)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	var msrv *http.Server
+	if mln != nil {
+		msrv = s.httpServer(s.MetricsHandler())
+		go func() { errc <- msrv.Serve(mln) }()
+		s.log.Info("serving metrics", "addr", mln.Addr().String(), "bearerToken", s.opts.MetricsToken != "")
+	}
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	swept := make(chan struct{})
 	go func() {
@@ -148,6 +172,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		s.log.Warn("http shutdown", "error", err)
 	}
+	if msrv != nil {
+		if err := msrv.Shutdown(sctx); err != nil {
+			s.log.Warn("metrics http shutdown", "error", err)
+		}
+	}
 	if err := s.Queue.Stop(sctx); err != nil {
 		s.log.Warn("queue shutdown", "error", err)
 	}
@@ -155,6 +184,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serving http: %w", serveErr)
 	}
 	return nil
+}
+
+// maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB).
+const maxHeaderBytes = 64 << 10
+
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 }
 
 // Sweep completes, once, the statuses of jobs that stopped without a result (see

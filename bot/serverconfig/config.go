@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,10 +25,15 @@ const EnvPrefix = "DRIFTPREVIEW_"
 
 // Config is server.yaml after defaults, environment overrides and secret files.
 type Config struct {
-	// Listen is the HTTP address of webhooks, health and metrics (default ":8080").
+	// Listen is the HTTP address of webhooks and health (default ":8080").
 	Listen string `yaml:"listen"`
-	GitHub GitHub `yaml:"github"`
-	GitLab GitLab `yaml:"gitlab"`
+	// Webhooks bounds webhook intake.
+	Webhooks Webhooks `yaml:"webhooks"`
+	// Metrics is where Prometheus metrics are served: not on Listen, since they name
+	// repositories and targets.
+	Metrics Metrics `yaml:"metrics"`
+	GitHub  GitHub  `yaml:"github"`
+	GitLab  GitLab  `yaml:"gitlab"`
 	// Clusters maps the cluster names used by .driftpreview.yaml to credentials;
 	// credentials never come from a repository.
 	Clusters map[string]Cluster `yaml:"clusters"`
@@ -52,6 +58,28 @@ type Config struct {
 	// Warnings are non-fatal remarks found while loading (an unknown DRIFTPREVIEW_
 	// variable), for the caller to log.
 	Warnings []string `yaml:"-"`
+}
+
+// Webhooks bounds what webhook deliveries may cost.
+type Webhooks struct {
+	// MaxBodyBytes caps a delivery's body; larger ones get 413 (default 10 MiB).
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// MaxConcurrent is how many deliveries are received at once; more wait a second
+	// and then get 503 with Retry-After (default 8).
+	MaxConcurrent int `yaml:"maxConcurrent"`
+}
+
+// Metrics configures the metrics listener.
+type Metrics struct {
+	// Listen is the address of GET /metrics (default "127.0.0.1:9090", loopback
+	// only); "off" disables it.
+	Listen string `yaml:"listen"`
+	// BearerTokenFile, when set, holds a token every scrape must send as
+	// "Authorization: Bearer <token>".
+	BearerTokenFile string `yaml:"bearerTokenFile"`
+
+	// BearerToken is read from BearerTokenFile.
+	BearerToken Secret `yaml:"-"`
 }
 
 // GitHub configures the GitHub App; the host is served when AppID is set.
@@ -118,14 +146,20 @@ type Queue struct {
 
 // Defaults of server.yaml.
 const (
-	DefaultListen      = ":8080"
-	DefaultWorkDir     = "/var/lib/driftpreview/mirrors"
-	DefaultSQLiteDSN   = "/var/lib/driftpreview/queue.db"
-	DefaultGitHubAPI   = "https://api.github.com/"
-	DefaultGitHubWeb   = "https://github.com"
-	DefaultWorkers     = 2
-	DefaultJobTimeout  = 10 * time.Minute
-	DefaultMaxAttempts = 5
+	DefaultListen = ":8080"
+	// DefaultMetricsListen keeps metrics on loopback unless configured otherwise.
+	DefaultMetricsListen = "127.0.0.1:9090"
+	// DefaultMaxBodyBytes matches server.MaxBodyBytes.
+	DefaultMaxBodyBytes = 10 << 20
+	// DefaultMaxConcurrent matches server.MaxConcurrent.
+	DefaultMaxConcurrent = 8
+	DefaultWorkDir       = "/var/lib/driftpreview/mirrors"
+	DefaultSQLiteDSN     = "/var/lib/driftpreview/queue.db"
+	DefaultGitHubAPI     = "https://api.github.com/"
+	DefaultGitHubWeb     = "https://github.com"
+	DefaultWorkers       = 2
+	DefaultJobTimeout    = 10 * time.Minute
+	DefaultMaxAttempts   = 5
 	// DefaultSweepInterval matches server.DefaultSweepInterval.
 	DefaultSweepInterval = time.Minute
 )
@@ -241,6 +275,33 @@ func (c *Config) finish(v *validator) error {
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = DefaultWorkDir
+	}
+	if c.Webhooks.MaxBodyBytes == 0 {
+		c.Webhooks.MaxBodyBytes = DefaultMaxBodyBytes
+	} else if c.Webhooks.MaxBodyBytes < 0 {
+		v.add([]string{"webhooks", "maxBodyBytes"}, "must be positive, got %d", c.Webhooks.MaxBodyBytes)
+	}
+	if c.Webhooks.MaxConcurrent == 0 {
+		c.Webhooks.MaxConcurrent = DefaultMaxConcurrent
+	} else if c.Webhooks.MaxConcurrent < 0 {
+		v.add([]string{"webhooks", "maxConcurrent"}, "must be positive, got %d", c.Webhooks.MaxConcurrent)
+	}
+	switch m := &c.Metrics; m.Listen {
+	case "":
+		m.Listen = DefaultMetricsListen
+	case "off":
+		if m.BearerTokenFile != "" {
+			v.add([]string{"metrics", "bearerTokenFile"}, "is set but metrics.listen is off")
+		}
+	default:
+		if _, port, err := net.SplitHostPort(m.Listen); err != nil {
+			v.add([]string{"metrics", "listen"}, "not a host:port address (e.g. 127.0.0.1:9090), or off: %q", m.Listen)
+		} else if _, webPort, err := net.SplitHostPort(c.Listen); err == nil && webPort == port {
+			v.add([]string{"metrics", "listen"}, "must use another port than listen (%s): metrics are not served next to the webhooks", c.Listen)
+		}
+	}
+	if c.Metrics.BearerTokenFile != "" {
+		c.Metrics.BearerToken = readSecret(v, "metrics", "bearerTokenFile", c.Metrics.BearerTokenFile, "")
 	}
 	switch c.LogLevel {
 	case "":

@@ -55,7 +55,7 @@ func writeConfig(t *testing.T, body string) string {
 	return p
 }
 
-const fullConfig = `listen: ":9090"
+const fullConfig = `listen: ":9000"
 github: {appID: 12345, privateKeyFile: {app.pem}, webhookSecretFile: {gh-webhook}, apiURL: https://ghe.example/api/v3/, webURL: https://ghe.example}
 gitlab: {url: https://gitlab.com, tokenFile: {gl-token}, webhookSecretFile: {gl-webhook}}
 clusters: {prod: {kubeconfig: /etc/kube/prod.yaml, context: prod, liveMode: simulate}, staging: {kubeconfig: /etc/kube/st.yaml}}
@@ -122,6 +122,20 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
+			name: "intake and metrics keys",
+			yaml: fullConfig + "webhooks: {maxBodyBytes: 1048576, maxConcurrent: 3}\nmetrics: {listen: \"0.0.0.0:9100\", bearerTokenFile: {gl-token}}\n",
+			env:  []string{"DRIFTPREVIEW_WEBHOOKS_MAXCONCURRENT=4"},
+			want: func(c *Config) {
+				c.Webhooks = Webhooks{MaxBodyBytes: 1 << 20, MaxConcurrent: 4}
+				c.Metrics = Metrics{Listen: "0.0.0.0:9100", BearerTokenFile: files["gl-token"], BearerToken: NewSecret(glToken)}
+			},
+		},
+		{
+			name: "metrics off",
+			yaml: fullConfig + "metrics: {listen: \"off\"}\n",
+			want: func(c *Config) { c.Metrics = Metrics{Listen: "off"} },
+		},
+		{
 			name: "environment only",
 			env: []string{
 				"DRIFTPREVIEW_GITLAB_URL=https://gitlab.example",
@@ -132,6 +146,8 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) {
 				*c = Config{
 					Listen:   DefaultListen,
+					Webhooks: Webhooks{MaxBodyBytes: DefaultMaxBodyBytes, MaxConcurrent: DefaultMaxConcurrent},
+					Metrics:  Metrics{Listen: DefaultMetricsListen},
 					GitLab:   GitLab{URL: "https://gitlab.example", TokenFile: files["gl-token"], WebhookSecretFile: files["gl-webhook"], Token: NewSecret(glToken), WebhookSecret: NewSecret(glSecret)},
 					Queue:    Queue{Driver: "sqlite", DSN: NewSecret(DefaultSQLiteDSN), Workers: DefaultWorkers, JobTimeout: DefaultJobTimeout, RescueStuckAfter: DefaultJobTimeout + 5*time.Minute, MaxAttempts: DefaultMaxAttempts, SweepInterval: DefaultSweepInterval},
 					WorkDir:  DefaultWorkDir,
@@ -156,7 +172,9 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("Load: %v", err)
 			}
 			want := &Config{
-				Listen: ":9090",
+				Listen:   ":9000",
+				Webhooks: Webhooks{MaxBodyBytes: DefaultMaxBodyBytes, MaxConcurrent: DefaultMaxConcurrent},
+				Metrics:  Metrics{Listen: DefaultMetricsListen},
 				GitHub: GitHub{AppID: 12345, PrivateKeyFile: files["app.pem"], WebhookSecretFile: files["gh-webhook"],
 					APIURL: "https://ghe.example/api/v3/", WebURL: "https://ghe.example", PrivateKey: NewSecret(ghKey), WebhookSecret: NewSecret(ghSecret)},
 				GitLab: GitLab{URL: "https://gitlab.com", TokenFile: files["gl-token"], WebhookSecretFile: files["gl-webhook"], Token: NewSecret(glToken), WebhookSecret: NewSecret(glSecret)},
@@ -251,6 +269,20 @@ func TestLoadErrors(t *testing.T) {
 				"queue.rescueStuckAfter: must be longer than queue.jobTimeout",
 				"server.yaml:6: queue.sweepInterval: must be positive, got -1s",
 			},
+		},
+		{
+			name: "bad intake and metrics values",
+			yaml: fullConfig + "webhooks: {maxBodyBytes: -1, maxConcurrent: -2}\nmetrics: {listen: \"127.0.0.1:9000\"}\n",
+			want: []string{
+				"server.yaml:10: webhooks.maxBodyBytes: must be positive, got -1",
+				"server.yaml:10: webhooks.maxConcurrent: must be positive, got -2",
+				"server.yaml:11: metrics.listen: must use another port than listen (:9000)",
+			},
+		},
+		{
+			name: "metrics token file missing",
+			yaml: fullConfig + "metrics: {bearerTokenFile: /nonexistent/token}\n",
+			want: []string{"server.yaml:10: metrics.bearerTokenFile: reading secret file"},
 		},
 		{
 			name: "postgres without dsn",

@@ -113,8 +113,9 @@ func TestServeRunsAndStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr, metricsAddr := freeAddr(t), freeAddr(t)
 	cfg := fmt.Sprintf(`listen: %q
+metrics: {listen: %q, bearerTokenFile: %s}
 github: {appID: 42, privateKeyFile: %s, webhookSecretFile: %s}
 gitlab: {url: https://gitlab.example, tokenFile: %s, webhookSecretFile: %s}
 clusters:
@@ -124,7 +125,7 @@ defaultCluster: prod
 queue: {driver: sqlite, sweepInterval: 5s}
 repos: ["acme/*"]
 workDir: %s
-`, addr, writeFile(t, dir, "app.pem", string(keyPEM)), writeFile(t, dir, "gh", testGHSecret+"\n"),
+`, addr, metricsAddr, writeFile(t, dir, "metrics-token", "scrape-token\n"), writeFile(t, dir, "app.pem", string(keyPEM)), writeFile(t, dir, "gh", testGHSecret+"\n"),
 		writeFile(t, dir, "gl-token", testGLToken), writeFile(t, dir, "gl", testGLSecret),
 		writeFile(t, dir, "kubeconfig", kubeconfig), filepath.Join(dir, "mirrors"))
 	path := writeFile(t, dir, "server.yaml", cfg)
@@ -177,7 +178,9 @@ workDir: %s
 	}{
 		{"healthz", http.MethodGet, "/healthz", nil, nil, 200},
 		{"readyz", http.MethodGet, "/readyz", nil, nil, 200},
-		{"metrics", http.MethodGet, "/metrics", nil, nil, 200},
+		{"no metrics next to the webhooks", http.MethodGet, "/metrics", nil, nil, 404},
+		{"metrics without the token", http.MethodGet, "http://" + metricsAddr + "/metrics", nil, nil, 401},
+		{"metrics", http.MethodGet, "http://" + metricsAddr + "/metrics", http.Header{"Authorization": {"Bearer scrape-token"}}, nil, 200},
 		{"github ping is ignored", http.MethodPost, "/webhooks/github", githubtest.WebhookHeader("ping", "p1", []byte(testGHSecret), body), body, 200},
 		{"github bad signature", http.MethodPost, "/webhooks/github", githubtest.WebhookHeader("ping", "p2", []byte("wrong"), body), body, 401},
 		{"gitlab bad token", http.MethodPost, "/webhooks/gitlab", http.Header{"X-Gitlab-Token": {"wrong"}, "X-Gitlab-Event": {"Merge Request Hook"}}, body, 401},
@@ -185,7 +188,11 @@ workDir: %s
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tt.method, base+tt.path, bytes.NewReader(tt.body))
+			url := tt.path
+			if !strings.HasPrefix(url, "http://") {
+				url = base + url
+			}
+			req, _ := http.NewRequest(tt.method, url, bytes.NewReader(tt.body))
 			for k, v := range tt.header {
 				req.Header[k] = v
 			}
