@@ -72,6 +72,7 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		o.PrivateKey = []byte(cfg.GitHub.PrivateKey.Value())
 		o.WebhookSecret = []byte(cfg.GitHub.WebhookSecret.Value())
 		o.APIURL, o.WebURL = cfg.GitHub.APIURL, cfg.GitHub.WebURL
+		o.Retry.Logger = log.With("host", "github")
 		c, err := github.New(o)
 		if err != nil {
 			return server.Options{}, err
@@ -83,6 +84,7 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		o.URL = cfg.GitLab.URL
 		o.Token = cfg.GitLab.Token.Value()
 		o.WebhookSecret = []byte(cfg.GitLab.WebhookSecret.Value())
+		o.Retry.Logger = log.With("host", "gitlab")
 		c, err := gitlab.New(o)
 		if err != nil {
 			return server.Options{}, err
@@ -139,11 +141,22 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 			MaxWorkers: cfg.Queue.Workers, JobTimeout: cfg.Queue.JobTimeout,
 			RescueStuckJobsAfter: cfg.Queue.RescueStuckAfter, MaxAttempts: cfg.Queue.MaxAttempts,
 		},
-		Jobs:          jo,
-		Handler:       server.HandlerOptions{Repos: cfg.Repos},
+		Jobs: jo,
+		Handler: server.HandlerOptions{Repos: cfg.Repos,
+			MaxBodyBytes: cfg.Webhooks.MaxBodyBytes, MaxConcurrent: cfg.Webhooks.MaxConcurrent},
+		MetricsListen: metricsListen(cfg.Metrics.Listen),
+		MetricsToken:  cfg.Metrics.BearerToken.Value(),
 		Logger:        log,
 		SweepInterval: cfg.Queue.SweepInterval,
 	}, nil
+}
+
+// metricsListen maps the config's "off" to no metrics listener.
+func metricsListen(addr string) string {
+	if addr == "off" {
+		return ""
+	}
+	return addr
 }
 
 // clusterFor builds a cluster's client config: a kubeconfig and context, or the
