@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 )
@@ -168,13 +169,32 @@ func (g gitRunner) env() []string {
 	return append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(n))
 }
 
+// Bounds on a git command that stops making progress. git's own low-speed limit
+// (http.lowSpeedLimit/lowSpeedTime, curl's CURLOPT_LOW_SPEED_*) ends a transfer
+// slower than lowSpeedLimit bytes/s for lowSpeedTime seconds; waitDelay bounds how
+// long Wait waits for git's pipes after git was killed.
+const (
+	lowSpeedLimit = "1000"
+	lowSpeedTime  = "30"
+	waitDelay     = 5 * time.Second
+)
+
 func (g gitRunner) run(ctx context.Context, args ...string) ([]byte, error) {
 	full := args
 	if args[0] != "init" {
 		full = append([]string{"--git-dir", g.dir}, args...)
 	}
+	full = append([]string{"-c", "http.lowSpeedLimit=" + lowSpeedLimit, "-c", "http.lowSpeedTime=" + lowSpeedTime}, full...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Env = g.env()
+	// git fetch runs its transport (git-remote-http) as a child that holds the
+	// output pipes: killing only git would leave Wait blocked until the transfer
+	// ends. git runs in a process group of its own, and cancelling kills the group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = waitDelay
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -183,7 +203,7 @@ func (g gitRunner) run(ctx context.Context, args ...string) ([]byte, error) {
 			msg = msg[:2000] + "…"
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("git %s: %w", args[0], ctx.Err())
+			return nil, fmt.Errorf("git %s: %w", firstArgs(args), ctx.Err())
 		}
 		return nil, fmt.Errorf("git %s: %s (%v)", firstArgs(args), msg, err)
 	}

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/driftpreview/driftpreview/bot/jobs"
 )
@@ -115,5 +117,54 @@ func TestMirrorErrors(t *testing.T) {
 	defer mu.Unlock()
 	if len(gotAuth) == 0 || gotAuth[0] != "Bearer "+token {
 		t.Errorf("server saw Authorization %q, want the header from the environment", gotAuth)
+	}
+}
+
+// A git server that accepts the request and then sends nothing stalls git fetch.
+// Cancelling the context must end the fetch promptly: killing git alone left its
+// remote helper holding the pipes, and Wait blocked until the HTTP request ended.
+// The error names the git subcommand.
+func TestMirrorFetchCancelStalledServer(t *testing.T) {
+	_, a, _ := source(t)
+	release := make(chan struct{})
+	started := make(chan struct{}, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		// Answer the headers of a smart-HTTP ref advertisement, then stall.
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+
+	m := jobs.NewMirror(t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Fetch(ctx, jobs.FetchRequest{Host: "github", Repo: "acme/stall", URL: srv.URL + "/acme/stall.git", SHAs: []string{a}})
+		done <- err
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("Fetch returned before reaching the server: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("git never reached the stalling server")
+	}
+	cancel()
+	// A hang guard, not a timing benchmark: git is killed at once, 10 s is generous.
+	select {
+	case err := <-done:
+		if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "git fetch") {
+			t.Errorf("Fetch error = %v, want context.Canceled naming git fetch", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Fetch did not return within 10 s of its context being cancelled")
 	}
 }
