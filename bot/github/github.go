@@ -136,8 +136,13 @@ func New(opts Options) (*Client, error) {
 		insts:  map[int64]*installation{},
 	}
 	c.base, c.timeout = hostretry.ClientBase(opts.HTTPClient)
+	// go-github would otherwise lock an installation's client until a rate limit's
+	// reset (up to an hour) and fail every call without sending it: the retry
+	// transport does all the waiting, and go-github never sees the reset headers.
+	opts.Retry.HideWaitHeaders = true
 	// Retries sit under ghinstallation so token requests are retried as well.
 	atr, err := ghinstallation.NewAppsTransport(hostretry.New(c.base, opts.Retry), opts.AppID, opts.PrivateKey)
+	c.opts.Retry = opts.Retry
 	if err != nil {
 		// The library's message never includes the key; still, name only the field.
 		return nil, errors.New("configuring github: private key is not a valid PEM-encoded RSA key")

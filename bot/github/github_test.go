@@ -1,9 +1,11 @@
 package github_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,6 +35,11 @@ var now = time.Date(2026, 11, 2, 3, 14, 0, 0, time.UTC)
 
 func newClient(t *testing.T, srv *githubtest.Server) (*github.Client, *hostfake.Sleeps) {
 	t.Helper()
+	return newClientWith(t, srv, nil)
+}
+
+func newClientWith(t *testing.T, srv *githubtest.Server, mod func(*github.Options)) (*github.Client, *hostfake.Sleeps) {
+	t.Helper()
 	sl := &hostfake.Sleeps{}
 	opts := github.DefaultOptions()
 	opts.AppID = srv.AppID
@@ -43,6 +50,9 @@ func newClient(t *testing.T, srv *githubtest.Server) (*github.Client, *hostfake.
 	opts.Now = func() time.Time { return now }
 	opts.Retry.Sleep = sl.Sleep
 	opts.Retry.Now = func() time.Time { return now }
+	if mod != nil {
+		mod(&opts)
+	}
 	c, err := github.New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -502,4 +512,69 @@ func BenchmarkParseWebhook(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A secondary rate limit without Retry-After once got no retry, and go-github then
+// refused every call of the installation until x-ratelimit-reset (up to an hour):
+// the job failed and no check was posted. GitHub's guidance: wait at least a
+// minute, then exponentially longer. Each wait is logged with its reason, and a
+// limit that asks for more than MaxWait fails only that call.
+func TestSecondaryRateLimits(t *testing.T) {
+	const path = "/repos/acme/gitops/check-runs"
+	t.Run("no Retry-After: 60 s, then 120 s", func(t *testing.T) {
+		srv := githubtest.New(t)
+		var logs bytes.Buffer
+		c, sl := newClientWith(t, srv, func(o *github.Options) {
+			o.Retry.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		srv.FailNextSecondary(http.MethodPost, path, 2, nil)
+		if err := c.SetStatus(context.Background(), ghPR(), bot.Status{State: bot.StateInProgress, Title: "Previewing"}); err != nil {
+			t.Fatalf("SetStatus: %v", err)
+		}
+		if diff := cmp.Diff([]time.Duration{time.Minute, 2 * time.Minute}, sl.Got()); diff != "" {
+			t.Errorf("waits (-want +got):\n%s", diff)
+		}
+		if n := len(srv.CheckRuns(repo, headSHA)); n != 1 {
+			t.Errorf("got %d check runs, want 1", n)
+		}
+		for _, want := range []string{"wait=1m0s", "wait=2m0s", "secondary rate limit without Retry-After", "path=" + path, "status=403"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("retry log lacks %q:\n%s", want, logs.String())
+			}
+		}
+	})
+	t.Run("reset beyond MaxWait does not lock the client", func(t *testing.T) {
+		srv := githubtest.New(t)
+		c, sl := newClient(t, srv)
+		// Remaining 0 with a reset an hour from the real clock, which go-github's lock
+		// uses.
+		reset := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
+		srv.FailNextSecondary(http.MethodPost, path, 1, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {reset}})
+		if err := c.SetStatus(context.Background(), ghPR(), bot.Status{State: bot.StateInProgress, Title: "Previewing"}); err == nil {
+			t.Fatal("SetStatus succeeded through a rate limit longer than MaxWait")
+		}
+		if got := sl.Got(); len(got) != 0 {
+			t.Errorf("slept %v for a wait beyond MaxWait", got)
+		}
+		// The next call reaches GitHub (its limit is over) instead of failing in
+		// go-github without a request.
+		srv.ResetCalls()
+		if err := c.SetStatus(context.Background(), ghPR(), bot.Status{State: bot.StateError, Title: "could not finish"}); err != nil {
+			t.Fatalf("SetStatus after the limit: %v", err)
+		}
+		if n := len(srv.Calls()); n == 0 {
+			t.Error("go-github locked the installation's client: no request reached GitHub")
+		}
+	})
+	t.Run("plain 403 is not retried", func(t *testing.T) {
+		srv := githubtest.New(t)
+		c, sl := newClient(t, srv)
+		srv.FailNext(http.MethodPost, path, 1, http.StatusForbidden, nil)
+		if err := c.SetStatus(context.Background(), ghPR(), bot.Status{State: bot.StateInProgress, Title: "Previewing"}); err == nil {
+			t.Fatal("SetStatus succeeded through a 403")
+		}
+		if got := sl.Got(); len(got) != 0 {
+			t.Errorf("a permission 403 was retried after %v", got)
+		}
+	})
 }

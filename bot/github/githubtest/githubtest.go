@@ -238,6 +238,17 @@ func (s *Server) FailNext(method, path string, n, status int, header http.Header
 	s.rec.FailNext(method, path, n, status, header)
 }
 
+// FailNextSecondary makes the next n requests matching method and path answer
+// GitHub's secondary rate limit: 403 with its documented message and
+// documentation_url, plus header (which may be empty: GitHub does not always send
+// Retry-After).
+func (s *Server) FailNextSecondary(method, path string, n int, header http.Header) {
+	s.rec.FailNextBody(method, path, n, http.StatusForbidden, header, map[string]string{
+		"message":           "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.",
+		"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+	})
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()

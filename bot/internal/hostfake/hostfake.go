@@ -38,6 +38,7 @@ type failure struct {
 	method, path string
 	n, status    int
 	header       http.Header
+	body         any
 }
 
 // Recorder records the calls a fake host receives and answers the failures a test
@@ -73,9 +74,18 @@ func (f *Recorder) ResetCalls() {
 // FailNext makes the next n requests matching method ("" for any) and path answer
 // status with header instead of being served.
 func (f *Recorder) FailNext(method, path string, n, status int, header http.Header) {
+	f.FailNextBody(method, path, n, status, header, nil)
+}
+
+// FailNextBody is FailNext answering body (encoded as JSON) instead of the default
+// {"message": "injected failure"}.
+func (f *Recorder) FailNextBody(method, path string, n, status int, header http.Header, body any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.fails = append(f.fails, &failure{method: method, path: path, n: n, status: status, header: header})
+	if body == nil {
+		body = map[string]string{"message": "injected failure"}
+	}
+	f.fails = append(f.fails, &failure{method: method, path: path, n: n, status: status, header: header, body: body})
 }
 
 // Record records r with its already read body and answers it when an injected
@@ -90,7 +100,7 @@ func (f *Recorder) Record(w http.ResponseWriter, r *http.Request, body []byte) b
 			for k, v := range fl.header {
 				w.Header()[k] = v
 			}
-			f.JSON(w, fl.status, map[string]string{"message": "injected failure"})
+			f.JSON(w, fl.status, fl.body)
 			return false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,7 +37,23 @@ type Options struct {
 	// the method, the URL path (never headers), the status (0 for a transport
 	// error) and the wait.
 	OnRetry func(method, path string, status int, wait time.Duration)
+	// Logger, when set, gets one line per wait with its reason, and one per
+	// rate-limited response that is not retried because the host asks for a
+	// longer wait than MaxWait.
+	Logger *slog.Logger
+	// HideWaitHeaders removes Retry-After and the rate-limit reset headers from the
+	// responses handed to the caller, once this transport acted on them. go-github
+	// records them and then refuses every request of the installation, without
+	// sending it, until the reset (up to an hour); with the headers hidden the
+	// waiting is this transport's alone.
+	HideWaitHeaders bool
 }
+
+// SecondaryWait is the first wait after a secondary rate limit that names no wait
+// (no Retry-After, no exhausted quota with a reset): GitHub asks to "wait for at
+// least one minute before retrying" and, when the request keeps failing, to wait
+// exponentially longer (docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api).
+const SecondaryWait = time.Minute
 
 // DefaultOptions gives 4 retries with backoff from 1 s up to 30 s, and honours a host's
 // requested wait of up to 2 minutes.
@@ -116,6 +133,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx := req.Context()
+	secondary := 0 // secondary rate limits without a named wait so far
 	for attempt := 0; ; attempt++ {
 		try := req.Clone(ctx)
 		if getBody != nil {
@@ -127,8 +145,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			try.GetBody = getBody
 		}
 		resp, rtErr := t.base.RoundTrip(try)
-		wait, retry := t.decide(req, resp, rtErr, attempt)
+		wait, retry, reason := t.decide(req, resp, rtErr, attempt, secondary)
+		if reason == reasonSecondary {
+			secondary++
+		}
 		if !retry || attempt >= t.opts.MaxRetries {
+			if reason != "" && t.opts.Logger != nil && resp != nil {
+				why := "retries exhausted"
+				if !retry {
+					why = "the host asks for a longer wait than " + t.opts.MaxWait.String()
+				}
+				t.opts.Logger.Warn("not retrying a rate-limited or failed request: "+why,
+					"method", req.Method, "path", req.URL.Path, "status", resp.StatusCode, "reason", reason, "wait", wait, "attempt", attempt+1)
+			}
+			t.hide(resp)
 			return resp, rtErr
 		}
 		status := 0
@@ -139,6 +169,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if t.opts.OnRetry != nil {
 			t.opts.OnRetry(req.Method, req.URL.Path, status, wait)
+		}
+		if t.opts.Logger != nil {
+			t.opts.Logger.Info("waiting before retrying a request",
+				"method", req.Method, "path", req.URL.Path, "status", status, "reason", reason, "wait", wait, "attempt", attempt+1)
 		}
 		if err := t.opts.Sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("waiting to retry %s %s: %w", req.Method, req.URL.Path, err)
@@ -163,47 +197,95 @@ func replayable(req *http.Request) (func() (io.ReadCloser, error), error) {
 	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, nil
 }
 
-// decide says whether the outcome of one attempt is retried and after how long.
-func (t *Transport) decide(req *http.Request, resp *http.Response, err error, attempt int) (time.Duration, bool) {
+// Reasons for a wait, as logged.
+const (
+	reasonTransport  = "transport error"
+	reasonRetryAfter = "Retry-After"
+	reasonReset      = "rate limit quota exhausted until its reset"
+	reasonSecondary  = "secondary rate limit without Retry-After: at least 60 s, then exponentially longer"
+	reasonTooMany    = "429 without Retry-After"
+	reasonServer     = "server error"
+)
+
+// decide says whether the outcome of one attempt is retried, after how long and
+// why; secondary counts the earlier secondary rate limits without a named wait.
+func (t *Transport) decide(req *http.Request, resp *http.Response, err error, attempt, secondary int) (time.Duration, bool, string) {
 	if err != nil {
 		// A transport error on a write may have reached the host; only idempotent
 		// methods are retried. A cancelled context is never retried.
 		if req.Context().Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return 0, false
+			return 0, false, ""
 		}
-		return t.backoff(attempt), idempotent(req.Method)
+		return t.backoff(attempt), idempotent(req.Method), reasonTransport
 	}
 	switch code := resp.StatusCode; {
-	case code == http.StatusTooManyRequests:
-		if d, ok := t.hostWait(resp.Header); ok {
-			return d, d <= t.opts.MaxWait
+	case code == http.StatusTooManyRequests, code == http.StatusForbidden:
+		if d, why, ok := t.hostWait(resp.Header); ok {
+			return d, d <= t.opts.MaxWait, why
 		}
-		return t.backoff(attempt), true
-	case code == http.StatusForbidden:
-		// 403 is a rate limit only when the host says so; otherwise it is a real
-		// permission error and retrying would not help.
-		d, ok := t.hostWait(resp.Header)
-		if !ok {
-			return 0, false
+		if code == http.StatusForbidden && !secondaryLimit(resp) {
+			// 403 is a rate limit only when the host says so; otherwise it is a
+			// real permission error and retrying would not help.
+			return 0, false, ""
 		}
-		return d, d <= t.opts.MaxWait
+		if code == http.StatusTooManyRequests && !secondaryLimit(resp) {
+			return t.backoff(attempt), true, reasonTooMany
+		}
+		d := SecondaryWait << min(secondary, 10)
+		return d, d <= t.opts.MaxWait, reasonSecondary
 	case code == http.StatusInternalServerError, code == http.StatusBadGateway,
 		code == http.StatusServiceUnavailable, code == http.StatusGatewayTimeout:
 		if d, ok := retryAfter(resp.Header, t.opts.Now()); ok {
-			return d, d <= t.opts.MaxWait
+			return d, d <= t.opts.MaxWait, reasonRetryAfter
 		}
-		return t.backoff(attempt), true
+		return t.backoff(attempt), true, reasonServer
 	}
-	return 0, false
+	return 0, false, ""
+}
+
+// maxPeek bounds how much of a 403 or 429 body is read to recognise a secondary
+// rate limit.
+const maxPeek = 64 << 10
+
+// secondaryLimit reports whether a 403 or 429 is GitHub's secondary rate limit:
+// its message says so and its documentation_url ends in secondary-rate-limits (the
+// older abuse-rate-limits too), as go-github's CheckResponse recognises it. The
+// body stays readable for the caller.
+func secondaryLimit(resp *http.Response) bool {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return false
+	}
+	peek, err := io.ReadAll(io.LimitReader(resp.Body, maxPeek))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(peek), resp.Body), resp.Body}
+	if err != nil {
+		return false
+	}
+	lower := strings.ToLower(string(peek))
+	return strings.Contains(lower, "secondary rate limit") || strings.Contains(lower, "secondary-rate-limits") ||
+		strings.Contains(lower, "abuse-rate-limits") || strings.Contains(lower, "abuse detection")
+}
+
+// hide removes the wait headers from a response handed to the caller, when
+// HideWaitHeaders is set.
+func (t *Transport) hide(resp *http.Response) {
+	if !t.opts.HideWaitHeaders || resp == nil {
+		return
+	}
+	for _, h := range []string{"Retry-After", "X-Ratelimit-Reset", "Ratelimit-Reset"} {
+		resp.Header.Del(h)
+	}
 }
 
 // hostWait reads the wait a rate-limited response asks for: Retry-After first, then
 // a reset timestamp when the remaining quota is zero (GitHub's x-ratelimit-*,
 // GitLab's RateLimit-*).
-func (t *Transport) hostWait(h http.Header) (time.Duration, bool) {
+func (t *Transport) hostWait(h http.Header) (time.Duration, string, bool) {
 	now := t.opts.Now()
 	if d, ok := retryAfter(h, now); ok {
-		return d, true
+		return d, reasonRetryAfter, true
 	}
 	for _, pair := range [][2]string{
 		{"X-Ratelimit-Remaining", "X-Ratelimit-Reset"},
@@ -213,10 +295,10 @@ func (t *Transport) hostWait(h http.Header) (time.Duration, bool) {
 			continue
 		}
 		if d, ok := resetWait(h.Get(pair[1]), now); ok {
-			return d, true
+			return d, reasonReset, true
 		}
 	}
-	return 0, false
+	return 0, "", false
 }
 
 // retryAfter parses Retry-After as delay-seconds or an HTTP date.
