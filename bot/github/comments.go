@@ -30,12 +30,38 @@ func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages
 	mu.Lock()
 	defer mu.Unlock()
 
+	existing, err := c.botComments(ctx, in, owner, name, pr)
+	if err != nil {
+		return err
+	}
+	ops, err := hosttext.PlanHead(key, pr.HeadSHA, existing, pages, MaxCommentLength)
+	if err != nil {
+		return fmt.Errorf("upserting comment on %s#%d: %w", pr.Repo, pr.Number, err)
+	}
+	if err := c.apply(ctx, in, owner, name, pr, ops); err != nil {
+		return err
+	}
+	// Reconcile: a job of an older head cancelled while its POST was in flight may
+	// have created a second sticky comment after the listing above. List again and
+	// keep only this head's.
+	if len(ops) == 0 {
+		return nil
+	}
+	existing, err = c.botComments(ctx, in, owner, name, pr)
+	if err != nil {
+		return err
+	}
+	return c.apply(ctx, in, owner, name, pr, hosttext.Reconcile(key, pr.HeadSHA, existing))
+}
+
+// botComments lists the comments on pr this App may have written, oldest first.
+func (c *Client) botComments(ctx context.Context, in *installation, owner, name string, pr bot.PR) ([]hosttext.Comment, error) {
 	var existing []hosttext.Comment
 	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
 	for {
 		page, resp, err := in.api.Issues.ListComments(ctx, owner, name, pr.Number, opts)
 		if err != nil {
-			return fmt.Errorf("listing comments of %s#%d: %w", pr.Repo, pr.Number, err)
+			return nil, fmt.Errorf("listing comments of %s#%d: %w", pr.Repo, pr.Number, err)
 		}
 		for _, cm := range page {
 			if c.ours(cm.GetUser()) {
@@ -43,14 +69,15 @@ func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages
 			}
 		}
 		if resp.NextPage == 0 {
-			break
+			return existing, nil
 		}
 		opts.Page = resp.NextPage
 	}
-	ops, err := hosttext.Plan(key, existing, pages, MaxCommentLength)
-	if err != nil {
-		return fmt.Errorf("upserting comment on %s#%d: %w", pr.Repo, pr.Number, err)
-	}
+}
+
+// apply makes the calls of a plan.
+func (c *Client) apply(ctx context.Context, in *installation, owner, name string, pr bot.PR, ops []hosttext.Op) error {
+	var err error
 	for _, op := range ops {
 		switch op.Kind {
 		case hosttext.OpCreate:

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,7 +273,10 @@ func TestUpsertComment(t *testing.T) {
 		if err := c.UpsertComment(ctx, ghPR(), "", st.pages); err != nil {
 			t.Fatalf("%s: UpsertComment: %v", st.name, err)
 		}
-		want := append([]string{m + "\nI copied the bot's comment", "<!-- renovate -->\nhello"}, st.wantBodies...)
+		want := []string{m + "\nI copied the bot's comment", "<!-- renovate -->\nhello"}
+		for _, b := range st.wantBodies {
+			want = append(want, withHead(b, headSHA))
+		}
 		if diff := cmp.Diff(want, bodies(srv)); diff != "" {
 			t.Errorf("%s: comments (-want +got):\n%s", st.name, diff)
 		}
@@ -300,7 +304,7 @@ func TestUpsertCommentRemovesDuplicatesAndPaginates(t *testing.T) {
 			sticky = append(sticky, cm)
 		}
 	}
-	want := []githubtest.Comment{{ID: first, Repo: repo, Number: 17, Body: m + "\nnew", User: "driftpreview[bot]", UserType: "Bot"}}
+	want := []githubtest.Comment{{ID: first, Repo: repo, Number: 17, Body: withHead(m+"\nnew", headSHA), User: "driftpreview[bot]", UserType: "Bot"}}
 	if diff := cmp.Diff(want, sticky); diff != "" {
 		t.Errorf("sticky comments (-want +got):\n%s", diff)
 	}
@@ -577,4 +581,44 @@ func TestSecondaryRateLimits(t *testing.T) {
 			t.Errorf("a permission 403 was retried after %v", got)
 		}
 	})
+}
+
+// withHead inserts the head marker the adapters stamp on every page after the
+// body's first line (its sticky marker).
+func withHead(body, head string) string {
+	first, rest, _ := strings.Cut(body, "\n")
+	return first + "\n<!-- driftpreview:head " + head + " -->\n" + rest
+}
+
+// A job cancelled by a push while its comment POST was in flight: the old head's
+// sticky comment lands after the new head's job listed the comments, so both
+// created one. After posting, UpsertComment lists again and keeps only the new
+// head's sticky comment (and its follow-ups).
+func TestUpsertCommentReconcilesLateStickyOfOlderHead(t *testing.T) {
+	srv := githubtest.New(t)
+	c, _ := newClient(t, srv)
+	const m = "<!-- driftpreview:sticky v1 -->"
+	human := srv.AddComment(repo, 17, "octocat", "User", m+"\nquoting the bot")
+	var landed sync.Once
+	srv.BeforeRequest(func(method, path string) {
+		if method == http.MethodPost && path == "/repos/acme/gitops/issues/17/comments" {
+			landed.Do(func() {
+				// The older head's in-flight POST (page 1 and a follow-up) lands now.
+				srv.AddComment(repo, 17, "driftpreview[bot]", "Bot", withHead(m+"\nold head", baseSHA))
+				srv.AddComment(repo, 17, "driftpreview[bot]", "Bot", withHead("<!-- driftpreview:sticky v1 page 2 -->\nold page 2", baseSHA))
+			})
+		}
+	})
+	if err := c.UpsertComment(context.Background(), ghPR(), "", []string{"new head"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, cm := range srv.Comments(repo, 17) {
+		if cm.ID != human {
+			got = append(got, cm.Body)
+		}
+	}
+	if diff := cmp.Diff([]string{withHead(m+"\nnew head", headSHA)}, got); diff != "" {
+		t.Errorf("bot comments after the race (-want +got):\n%s", diff)
+	}
 }

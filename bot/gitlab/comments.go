@@ -26,7 +26,33 @@ func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages
 	mu.Lock()
 	defer mu.Unlock()
 
-	iid := int64(pr.Number)
+	existing, err := c.botNotes(ctx, pr, self)
+	if err != nil {
+		return err
+	}
+	ops, err := hosttext.PlanHead(key, pr.HeadSHA, existing, pages, MaxCommentLength)
+	if err != nil {
+		return fmt.Errorf("upserting note on %s!%d: %w", pr.Repo, pr.Number, err)
+	}
+	if err := c.apply(ctx, pr, ops); err != nil {
+		return err
+	}
+	// Reconcile: a job of an older head cancelled while its POST was in flight may
+	// have created a second sticky note after the listing above. List again and
+	// keep only this head's.
+	if len(ops) == 0 {
+		return nil
+	}
+	existing, err = c.botNotes(ctx, pr, self)
+	if err != nil {
+		return err
+	}
+	return c.apply(ctx, pr, hosttext.Reconcile(key, pr.HeadSHA, existing))
+}
+
+// botNotes lists the notes on the merge request written by the token's user,
+// oldest first.
+func (c *Client) botNotes(ctx context.Context, pr bot.PR, self int64) ([]hosttext.Comment, error) {
 	var existing []hosttext.Comment
 	opts := &gl.ListMergeRequestNotesOptions{
 		ListOptions: gl.ListOptions{PerPage: 100, Page: 1},
@@ -34,9 +60,9 @@ func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages
 		Sort:        gl.Ptr("asc"),
 	}
 	for {
-		notes, resp, err := c.api.Notes.ListMergeRequestNotes(pid(pr), iid, opts, gl.WithContext(ctx))
+		notes, resp, err := c.api.Notes.ListMergeRequestNotes(pid(pr), int64(pr.Number), opts, gl.WithContext(ctx))
 		if err != nil {
-			return fmt.Errorf("listing notes of %s!%d: %w", pr.Repo, pr.Number, err)
+			return nil, fmt.Errorf("listing notes of %s!%d: %w", pr.Repo, pr.Number, err)
 		}
 		for _, n := range notes {
 			if !n.System && n.Author.ID == self {
@@ -44,14 +70,16 @@ func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages
 			}
 		}
 		if resp.NextPage == 0 {
-			break
+			return existing, nil
 		}
 		opts.Page = resp.NextPage
 	}
-	ops, err := hosttext.Plan(key, existing, pages, MaxCommentLength)
-	if err != nil {
-		return fmt.Errorf("upserting note on %s!%d: %w", pr.Repo, pr.Number, err)
-	}
+}
+
+// apply makes the calls of a plan.
+func (c *Client) apply(ctx context.Context, pr bot.PR, ops []hosttext.Op) error {
+	iid := int64(pr.Number)
+	var err error
 	for _, op := range ops {
 		switch op.Kind {
 		case hosttext.OpCreate:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,7 +224,10 @@ func TestUpsertComment(t *testing.T) {
 		if err := c.UpsertComment(ctx, mrPR(), "", st.pages); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		want := append([]string{m + "\na human quoting the bot"}, st.wantBodies...)
+		want := []string{m + "\na human quoting the bot"}
+		for _, b := range st.wantBodies {
+			want = append(want, withHead(b, mrPR().HeadSHA))
+		}
 		if diff := cmp.Diff(want, noteBodies(srv)); diff != "" {
 			t.Errorf("%s: notes (-want +got):\n%s", st.name, diff)
 		}
@@ -237,7 +241,7 @@ func TestUpsertComment(t *testing.T) {
 	if err := c.UpsertComment(ctx, pr, "", []string{"run 5"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := noteBodies(srv); len(got) != 2 || got[1] != m+"\nrun 5" {
+	if got := noteBodies(srv); len(got) != 2 || got[1] != withHead(m+"\nrun 5", pr.HeadSHA) {
 		t.Errorf("notes after a by-path upsert = %q", got)
 	}
 }
@@ -362,5 +366,35 @@ func TestErrorsNeverContainSecrets(t *testing.T) {
 	o := gitlab.Options{Token: srv.Token, WebhookSecret: secret}
 	if s := o.String() + o.GoString(); strings.Contains(s, srv.Token) || strings.Contains(s, string(secret)) {
 		t.Errorf("Options printing leaks secrets: %s", s)
+	}
+}
+
+// withHead inserts the head marker the adapters stamp on every page after the
+// body's first line (its sticky marker).
+func withHead(body, head string) string {
+	first, rest, _ := strings.Cut(body, "\n")
+	return first + "\n<!-- driftpreview:head " + head + " -->\n" + rest
+}
+
+// A job cancelled by a push while its note POST was in flight: the old head's
+// sticky note lands after the new head's job listed the notes, so both created
+// one. After posting, UpsertComment lists again and keeps only the new head's.
+func TestUpsertCommentReconcilesLateStickyOfOlderHead(t *testing.T) {
+	srv := gitlabtest.New(t)
+	c, _ := newClient(t, srv)
+	const m = "<!-- driftpreview:sticky v1 -->"
+	srv.AddNote(project, 5, 7, m+"\na human quoting the bot")
+	var landed sync.Once
+	srv.BeforeRequest(func(method, p string) {
+		if method == http.MethodPost && strings.HasSuffix(p, "/merge_requests/5/notes") {
+			landed.Do(func() { srv.AddNote(project, 5, srv.BotID, withHead(m+"\nold head", head2)) })
+		}
+	})
+	if err := c.UpsertComment(context.Background(), mrPR(), "", []string{"new head"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{m + "\na human quoting the bot", withHead(m+"\nnew head", head1)}
+	if diff := cmp.Diff(want, noteBodies(srv)); diff != "" {
+		t.Errorf("notes after the race (-want +got):\n%s", diff)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/driftpreview/driftpreview/bot"
+	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
 	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/report"
@@ -270,7 +271,9 @@ func (j *run) do(ctx context.Context) (string, error) {
 	}
 	opts := j.w.opts.Report
 	if n := j.w.opts.MaxChars[j.pr.Host]; n > 0 {
-		opts.MaxChars = n
+		// The adapters add a hidden head marker line to every page
+		// (hosttext.HeadMarker): leave room for it so no page gets truncated.
+		opts.MaxChars = n - len(hosttext.HeadMarker(j.pr.HeadSHA)) - 1
 	}
 	pages := report.Pages(rep, opts)
 	state := bot.StateSuccess

@@ -80,6 +80,7 @@ type Server struct {
 	BotLogin string
 
 	mu       sync.Mutex
+	hook     func(method, path string)
 	tokens   map[string]int64 // token → installation
 	nextID   int64
 	comments []*Comment
@@ -249,8 +250,23 @@ func (s *Server) FailNextSecondary(method, path string, n int, header http.Heade
 	})
 }
 
+// BeforeRequest makes the fake call f with each request's method and path before
+// serving it, outside its lock, so f may change the fake's state (e.g. land a
+// comment another client had in flight). nil removes the hook.
+func (s *Server) BeforeRequest(f func(method, path string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hook = f
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	hook := s.hook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(r.Method, r.URL.Path)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.rec.Record(w, r, body) {

@@ -67,6 +67,7 @@ type Server struct {
 	BotUsername string
 
 	mu       sync.Mutex
+	hook     func(method, path string)
 	nextID   int64
 	projects map[string]int64 // path → ID
 	notes    []*Note
@@ -194,8 +195,23 @@ func (s *Server) FailNext(method, path string, n, status int, header http.Header
 	s.rec.FailNext(method, path, n, status, header)
 }
 
+// BeforeRequest makes the fake call f with each request's method and path before
+// serving it, outside its lock, so f may change the fake's state (e.g. land a
+// comment another client had in flight). nil removes the hook.
+func (s *Server) BeforeRequest(f func(method, path string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hook = f
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	hook := s.hook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(r.Method, r.URL.Path)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.rec.Record(w, r, body) {

@@ -63,6 +63,67 @@ type Op struct {
 // body gets its marker as first line unless it already starts with it. Bodies longer
 // than limit bytes are truncated with a visible note.
 func Plan(key string, existing []Comment, pages []string, limit int) ([]Op, error) {
+	return PlanHead(key, "", existing, pages, limit)
+}
+
+// HeadMarker is the hidden second line of every page posted for head: the commit
+// the page reports on, which Reconcile reads.
+func HeadMarker(head string) string {
+	return "<!-- driftpreview:head " + head + " -->"
+}
+
+var headRE = regexp.MustCompile(`^<!-- driftpreview:head ([0-9A-Za-z]+) -->$`)
+
+// headOf returns the head commit a page was posted for, from the line after its
+// marker; "" when it has none (posted before head markers existed).
+func headOf(body string) string {
+	lines := strings.SplitN(strings.TrimLeft(body, " \t\r\n"), "\n", 3)
+	if len(lines) < 2 {
+		return ""
+	}
+	if m := headRE.FindStringSubmatch(strings.TrimRight(lines[1], " \t\r")); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// Reconcile returns the deletions that leave exactly one sticky comment of key,
+// the one posted for head, with only head's follow-up pages: the adapters list the
+// comments again after posting and apply it, so a comment of an older head whose
+// POST was already in flight when its job was cancelled (and landed after this
+// run listed the comments) does not stay next to the new one. Nothing is deleted
+// when head has no main sticky comment among existing (the post did not land).
+func Reconcile(key, head string, existing []Comment) []Op {
+	if head == "" {
+		return nil
+	}
+	kept := map[int]bool{}
+	for _, c := range existing {
+		if pageOf(key, c.Body) == 1 && headOf(c.Body) == head {
+			kept[0] = true
+		}
+	}
+	if !kept[0] {
+		return nil
+	}
+	var ops []Op
+	for _, c := range existing {
+		n := pageOf(key, c.Body)
+		if n == 0 {
+			continue
+		}
+		if headOf(c.Body) == head && !kept[n] {
+			kept[n] = true
+			continue
+		}
+		ops = append(ops, Op{Kind: OpDelete, ID: c.ID, Page: n})
+	}
+	return ops
+}
+
+// PlanHead is Plan for the pages of head: each body gets HeadMarker(head) as its
+// second line (none when head is ""), so Reconcile can tell pages of older heads.
+func PlanHead(key, head string, existing []Comment, pages []string, limit int) ([]Op, error) {
 	if len(pages) == 0 {
 		return nil, fmt.Errorf("planning sticky comment %q: no pages to post", keyOr(key))
 	}
@@ -87,9 +148,13 @@ func Plan(key string, existing []Comment, pages []string, limit int) ([]Op, erro
 			marker = PageMarker(key, n)
 		}
 		body := p
-		if firstLine(body) != marker {
-			body = marker + "\n" + body
+		if firstLine(body) == marker {
+			_, body, _ = strings.Cut(strings.TrimLeft(body, " \t\r\n"), "\n")
 		}
+		if head != "" {
+			body = HeadMarker(head) + "\n" + body
+		}
+		body = marker + "\n" + body
 		body = Truncate(body, limit)
 		c, ok := byPage[n]
 		switch {

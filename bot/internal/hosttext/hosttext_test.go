@@ -104,3 +104,33 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("TruncateLine = %q", got)
 	}
 }
+
+func TestReconcile(t *testing.T) {
+	const head, old = "bbbb", "aaaa"
+	m, p2 := hosttext.Marker(""), hosttext.PageMarker("", 2)
+	page := func(marker, h, text string) string { return marker + "\n" + hosttext.HeadMarker(h) + "\n" + text }
+	existing := []hosttext.Comment{
+		{ID: 1, Body: "unrelated"},
+		{ID: 2, Body: page(m, old, "late sticky of the older head")},
+		{ID: 3, Body: page(m, head, "ours")},
+		{ID: 4, Body: page(p2, old, "older follow-up")},
+		{ID: 5, Body: page(p2, head, "our follow-up")},
+		{ID: 6, Body: m + "\nposted before head markers"},
+		{ID: 7, Body: page(m, head, "duplicate of ours")},
+	}
+	got := hosttext.Reconcile("", head, existing)
+	var deleted []int64
+	for _, op := range got {
+		if op.Kind != hosttext.OpDelete {
+			t.Errorf("Reconcile planned a %s", op.Kind)
+		}
+		deleted = append(deleted, op.ID)
+	}
+	if diff := cmp.Diff([]int64{2, 4, 6, 7}, deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	// Without our own sticky comment (the post did not land) nothing is deleted.
+	if ops := hosttext.Reconcile("", head, existing[:2]); len(ops) != 0 {
+		t.Errorf("Reconcile without our sticky comment = %v, want nothing", ops)
+	}
+}
