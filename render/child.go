@@ -206,7 +206,9 @@ func renderChild(ctx context.Context, root, target string, opts Options) (Object
 	case overOutput:
 		return ObjectSet{}, &Error{File: file, Err: fmt.Errorf("the target renders more than %d bytes of manifests (the limit per target) and was stopped; split it into smaller targets", opts.MaxOutputBytes)}
 	case decErr == nil && waitErr == nil:
-		return res.set()
+		set, err := res.set()
+		set.OutputBytes = cr.n
+		return set, err
 	}
 	return ObjectSet{}, childFailure(file, cmd.ProcessState, stderr.String(), opts)
 }

@@ -27,8 +27,11 @@
 //   - YAML depth is counted through aliases, so anchored pieces cannot add up to
 //     an object deeper than MaxDepth.
 //   - Files over Options.MaxFileBytes, targets reading or rendering more than
-//     Options.MaxTotalBytes, and renders longer than Options.Timeout are errors; a
-//     panic in a library becomes an error.
+//     Options.MaxTotalBytes or rendering more than Options.MaxOutputBytes of
+//     manifests (counted before parsing), and renders longer than Options.Timeout
+//     are errors; a panic in a library becomes an error.
+//   - Errors are scrubbed of values that may be secret (scrub.go) before they
+//     leave the render.
 //   - Every render runs in a child process (child.go): this binary started again
 //     in its render mode, with no environment, in its own process group, and with
 //     kernel limits set by the parent before any work: memory (RLIMIT_DATA,

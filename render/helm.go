@@ -94,6 +94,14 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 		return ObjectSet{}, templateError(dir, err)
 	}
 
+	var size int64
+	for _, content := range out {
+		size += int64(len(content))
+	}
+	if err := sb.output(dir, size); err != nil {
+		return ObjectSet{}, err
+	}
+
 	var set ObjectSet
 	var all []parsedObject
 	if !opts.Helm.SkipCRDs {

@@ -379,6 +379,37 @@ func TestRenderHostile(t *testing.T) {
 			wantErr: true, wantFile: "app/b.yaml", wantMsg: []string{"more than 1000 bytes in total"},
 		},
 		{
+			name: "template output over the per-target output limit",
+			files: map[string]string{
+				"chart/Chart.yaml": chartYAML,
+				"chart/templates/big.yaml": "{{- range $i := until 40 }}\n---\n" + strings.Replace(cm, "name: cm", "name: cm{{ $i }}", 1) +
+					"data:\n  x: {{ repeat 1000000 \"x\" | quote }}\n{{- end }}\n",
+			},
+			target: "chart", wantErr: true,
+			wantFile: "chart", wantMsg: []string{"renders more than 33554432 bytes of manifests (the limit per target)"},
+		},
+		{
+			name: "plain files over the per-target output limit",
+			files: map[string]string{
+				"app/a.yaml": cm + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
+				"app/b.yaml": strings.Replace(cm, "name: cm", "name: cm2", 1) + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
+			},
+			target:  "app",
+			opts:    func(o *render.Options) { o.MaxOutputBytes = 1000 },
+			wantErr: true, wantFile: "app/b.yaml", wantMsg: []string{"more than 1000 bytes of manifests"},
+		},
+		{
+			name: "kustomize output over the per-target output limit",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "resources:\n  - a.yaml\n  - b.yaml\n",
+				"app/a.yaml":             cm + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
+				"app/b.yaml":             strings.Replace(cm, "name: cm", "name: cm2", 1) + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
+			},
+			target:  "app",
+			opts:    func(o *render.Options) { o.MaxOutputBytes = 1000 },
+			wantErr: true, wantFile: "app/kustomization.yaml", wantMsg: []string{"more than 1000 bytes of manifests"},
+		},
+		{
 			name: "invalid YAML",
 			files: map[string]string{
 				"app/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  a: [unclosed\n  b: c\n",

@@ -73,6 +73,9 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 	if err := sb.charge(kustFile, int64(len(yml))); err != nil {
 		return ObjectSet{}, err
 	}
+	if err := sb.output(kustFile, int64(len(yml))); err != nil {
+		return ObjectSet{}, err
+	}
 	objs, notes, err := parse(yml, kustFile)
 	if err != nil {
 		return ObjectSet{}, &Error{File: kustFile, Err: fmt.Errorf("reading kustomize output: %w", err)}

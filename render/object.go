@@ -66,6 +66,9 @@ type ObjectSet struct {
 	// Notes are non-fatal remarks, such as files skipped because they are not
 	// Kubernetes objects, that the report may show.
 	Notes []string
+	// OutputBytes is how much the render process sent back for this set: what
+	// a caller counts against a limit over many renders.
+	OutputBytes int64 `json:"-"`
 }
 
 // Sort puts the objects in key order; renderers call it before returning.

@@ -57,6 +57,9 @@ func renderPlain(ctx context.Context, sb *sandbox, dir string, opts Options) (Ob
 		if err != nil {
 			return ObjectSet{}, err
 		}
+		if err := sb.output(f, int64(len(data))); err != nil {
+			return ObjectSet{}, err
+		}
 		objs, notes, err := parse(data, f)
 		if err != nil {
 			return ObjectSet{}, err

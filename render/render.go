@@ -131,7 +131,7 @@ func render(ctx context.Context, root, target string, opts Options) (ObjectSet, 
 		return ObjectSet{}, fmt.Errorf("rendering %s: unknown renderer %q (want auto, kustomize, helm or plain)", t, opts.Renderer)
 	}
 	if err != nil {
-		return ObjectSet{}, err
+		return ObjectSet{}, sb.scrub(err, opts, t)
 	}
 	if err := ctx.Err(); err != nil {
 		return ObjectSet{}, err

@@ -14,20 +14,27 @@ import (
 // sandbox reads files of one checkout through an os.Root, so neither ".." nor a
 // symlink can lead outside it, and enforces the per-file and per-target byte limits.
 type sandbox struct {
-	root     *os.Root
-	maxFile  int64
-	maxTotal int64
+	root      *os.Root
+	maxFile   int64
+	maxTotal  int64
+	maxOutput int64
 
-	mu   sync.Mutex
-	read int64 // bytes read so far, against maxTotal
+	mu    sync.Mutex
+	read  int64             // bytes read so far, against maxTotal
+	out   int64             // bytes of manifests rendered so far, against maxOutput
+	files map[string][]byte // small files read, to find the secrets errors must not show
 }
+
+// maxKeptFile is the largest file kept for scrub: kustomizations, env files and
+// Secrets are small.
+const maxKeptFile = 1 << 20
 
 func openSandbox(root string, opts Options) (*sandbox, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("opening checkout %s: %w", root, err)
 	}
-	return &sandbox{root: r, maxFile: opts.MaxFileBytes, maxTotal: opts.MaxTotalBytes}, nil
+	return &sandbox{root: r, maxFile: opts.MaxFileBytes, maxTotal: opts.MaxTotalBytes, maxOutput: opts.MaxOutputBytes}, nil
 }
 
 func (s *sandbox) Close() error { return s.root.Close() }
@@ -127,6 +134,14 @@ func (s *sandbox) readFile(rel string) ([]byte, error) {
 	if err := s.charge(c, int64(len(data))); err != nil {
 		return nil, err
 	}
+	if len(data) <= maxKeptFile {
+		s.mu.Lock()
+		if s.files == nil {
+			s.files = map[string][]byte{}
+		}
+		s.files[c] = data
+		s.mu.Unlock()
+	}
 	return data, nil
 }
 
@@ -137,6 +152,19 @@ func (s *sandbox) charge(file string, n int64) error {
 	s.read += n
 	if s.maxTotal > 0 && s.read > s.maxTotal {
 		return &Error{File: file, Err: fmt.Errorf("the target reads or renders more than %d bytes in total; split it or raise the limit", s.maxTotal)}
+	}
+	return nil
+}
+
+// output counts n bytes of rendered manifests against the per-target output
+// limit; callers check before they parse, so the limit bounds what parsing
+// costs (a YAML node tree is many times the size of its text).
+func (s *sandbox) output(file string, n int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out += n
+	if s.maxOutput > 0 && s.out > s.maxOutput {
+		return &Error{File: file, Err: fmt.Errorf("the target renders more than %d bytes of manifests (the limit per target); split it into smaller targets, or look for templates that generate huge values", s.maxOutput)}
 	}
 	return nil
 }

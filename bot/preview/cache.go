@@ -3,6 +3,7 @@ package preview
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/driftpreview/driftpreview/render"
@@ -16,14 +17,25 @@ type renderCache struct {
 	mu      sync.Mutex
 	entries map[string]renderResult
 	misses  int // renders actually run, for tests and benchmarks
+	// output is what the renders of this run produced in all, against maxOutput:
+	// each target is capped by render.Options.MaxOutputBytes, and this caps the
+	// job, whose renders the pipeline holds in memory together.
+	output    int64
+	maxOutput int64
 }
+
+// maxJobOutputBytes caps the rendered manifests of one preview (all targets, base
+// and head); past it, further renders are render errors naming the limit.
+const maxJobOutputBytes = 96 << 20
 
 type renderResult struct {
 	set render.ObjectSet
 	err error
 }
 
-func newRenderCache() *renderCache { return &renderCache{entries: map[string]renderResult{}} }
+func newRenderCache() *renderCache {
+	return &renderCache{entries: map[string]renderResult{}, maxOutput: maxJobOutputBytes}
+}
 
 // render returns the cached render of path in root with opts, rendering on a miss.
 // Errors from a cancelled context are not cached.
@@ -44,6 +56,10 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 		return set, err
 	}
 	c.mu.Lock()
+	c.output += set.OutputBytes
+	if err == nil && c.output > c.maxOutput {
+		set, err = render.ObjectSet{}, &render.Error{File: path, Err: fmt.Errorf("the preview renders more than %d MiB of manifests in all (the limit per preview); preview fewer targets at a time", c.maxOutput>>20)}
+	}
 	c.entries[key] = renderResult{set, err}
 	c.misses++
 	c.mu.Unlock()

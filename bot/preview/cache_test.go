@@ -2,6 +2,8 @@ package preview
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/driftpreview/driftpreview/render"
@@ -38,5 +40,29 @@ func TestRenderCache(t *testing.T) {
 	c.render(ctx, root, "missing-dir", opts)
 	if c.misses != 2 {
 		t.Errorf("a cancelled render must not be cached; %d renders", c.misses)
+	}
+}
+
+// TestRenderCacheCapsTheJob checks that the renders of one preview together
+// stop at the per-preview output limit, each target being under its own.
+func TestRenderCacheCapsTheJob(t *testing.T) {
+	root := "../../fixtures/scenarios/01-hpa-owns-replicas/base"
+	c := newRenderCache()
+	if _, err := c.render(t.Context(), root, "app", render.DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	c.maxOutput = c.output + 10 // room for nothing more
+	other := render.DefaultOptions()
+	other.Namespace = "elsewhere"
+	set, err := c.render(t.Context(), root, "app", other)
+	var re *render.Error
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "(the limit per preview)") || re.File != "app" {
+		t.Fatalf("got %v, want a render error on app naming the limit per preview", err)
+	}
+	if len(set.Objects) != 0 {
+		t.Errorf("the render over the limit kept %d objects", len(set.Objects))
+	}
+	if maxJobOutputBytes != 96<<20 {
+		t.Errorf("the README says 96 MiB per preview")
 	}
 }

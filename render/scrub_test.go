@@ -1,0 +1,108 @@
+package render_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// TestRenderErrorsHideSecrets renders kustomizations and charts whose errors,
+// as the libraries word them, quote secret material from the PR: every
+// distinctive value below must be gone from the error, which must still say
+// what is wrong.
+func TestRenderErrorsHideSecrets(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		target  string
+		opts    func(*render.Options)
+		wantMsg []string
+		secrets []string
+	}{
+		{
+			name: "secretGenerator literal without a value, next to a valid one",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "secretGenerator:\n  - name: s\n    literals:\n" +
+					"      - password=VALIDSECRET-a1b2\n      - token=\"QUOTEDSECRET-x9y8\"\n      - BADLITERAL-c3d4\n",
+			},
+			target:  "app",
+			wantMsg: []string{"invalid literal source", "expected key=value"},
+			secrets: []string{"VALIDSECRET-a1b2", "QUOTEDSECRET-x9y8", "BADLITERAL-c3d4"},
+		},
+		{
+			name: "env file line with invalid UTF-8",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "secretGenerator:\n  - name: s\n    envs:\n      - secret.env\n",
+				"app/secret.env":         "TOKEN=ENVSECRET-e5f6\nBAD=\xff\xfeENVBAD-g7h8\n",
+			},
+			target:  "app",
+			wantMsg: []string{"invalid utf8"},
+			// ENVBAD as bytes, as kustomize prints the line
+			secrets: []string{"ENVSECRET-e5f6", "ENVBAD-g7h8", "69 78 86 66 65 68"},
+		},
+		{
+			name: "patch that is not valid YAML",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "resources:\n  - secret.yaml\npatches:\n  - patch: |-\n" +
+					"      apiVersion: v1\n      kind: Secret\n      metadata:\n        name: s\n      stringData:\n        key: [PATCHSECRET-i9j0\n",
+				"app/secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  key: RESOURCESECRET-k1l2\n",
+			},
+			target:  "app",
+			wantMsg: []string{"unable to parse SM or JSON patch"},
+			secrets: []string{"PATCHSECRET-i9j0", "RESOURCESECRET-k1l2"},
+		},
+		{
+			name: "helm template error quoting a value from a values file",
+			files: map[string]string{
+				"chart/Chart.yaml":        chartYAML,
+				"chart/templates/cm.yaml": cm + "data:\n  x: {{ include .Values.password . | quote }}\n",
+				"values/prod.yaml":        "password: VALUESECRET-m3n4\n",
+			},
+			target:  "chart",
+			opts:    func(o *render.Options) { o.Helm.ValuesFiles = []string{"values/prod.yaml"} },
+			wantMsg: []string{"no template"},
+			secrets: []string{"VALUESECRET-m3n4"},
+		},
+		{
+			name: "helm template error quoting a value given to the target",
+			files: map[string]string{
+				"chart/Chart.yaml":        chartYAML,
+				"chart/templates/cm.yaml": cm + "data:\n  x: {{ include .Values.db.password . | quote }}\n",
+			},
+			target: "chart",
+			opts: func(o *render.Options) {
+				o.Helm.Values = map[string]any{"db": map[string]any{"password": "GIVENSECRET-o5p6"}}
+			},
+			wantMsg: []string{"no template"},
+			secrets: []string{"GIVENSECRET-o5p6"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := writeTree(t, tc.files)
+			opts := render.DefaultOptions()
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			_, err := render.Render(t.Context(), root, tc.target, opts)
+			var re *render.Error
+			if !errors.As(err, &re) {
+				t.Fatalf("got %v, want a *render.Error", err)
+			}
+			msg := err.Error()
+			t.Logf("error: %s", msg)
+			for _, w := range tc.wantMsg {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error does not say %q", w)
+				}
+			}
+			for _, s := range tc.secrets {
+				if strings.Contains(msg, s) {
+					t.Errorf("error shows secret material %q", s)
+				}
+			}
+		})
+	}
+}
