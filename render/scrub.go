@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"path"
 	"regexp"
 	"slices"
@@ -60,6 +61,9 @@ func (s *sandbox) scrub(err error, opts Options, target string) error {
 		msg := clean(re.Err.Error())
 		if msg == re.Err.Error() {
 			return err
+		}
+		if _, ok := errors.AsType[*Unavailable](re.Err); ok {
+			return &Error{File: re.File, Line: re.Line, Err: &Unavailable{Reason: msg}}
 		}
 		return &Error{File: re.File, Line: re.Line, Err: stringError(msg)}
 	}
