@@ -96,7 +96,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = DefaultOptions().MaxDepth
 	}
-	found, notes, err := scanRepo(root)
+	found, charts, notes, err := scanRepo(root)
 	if err != nil {
 		return nil, err
 	}
@@ -115,13 +115,18 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	// Render failures are noted only for targets that are still targets at the
 	// end: a file outside clusters/ superseded by its rendered copies is not.
 	failed := map[string]string{}
+	// roots are the charts that render controller objects although nothing in the
+	// repository deploys them: the root of an app-of-apps whose own Application
+	// was created by hand or lives elsewhere.
+	var roots []config.Target
+	seeded := false
 	for depth := 0; ; depth++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("discovering GitOps targets: %w", err)
 		}
 		b := d.build()
 		if opts.Renderer == nil {
-			if len(b.targets) > 0 {
+			if len(b.targets) > 0 || len(charts) > 0 {
 				res.Notes = append(res.Notes, "no renderer given: Applications and Kustomizations produced by rendering other targets were not looked for")
 			}
 			break
@@ -131,6 +136,20 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 			if k := renderKey(t); !rendered[k] {
 				rendered[k] = true
 				todo = append(todo, t)
+			}
+		}
+		if len(todo) == 0 && !seeded {
+			// Once the targets found so far are all rendered, a chart whose
+			// templates name Argo CD or Flux objects and that no target renders
+			// is rendered on its own to find them (an app-of-apps chart without
+			// a committed root Application).
+			seeded = true
+			for _, c := range charts {
+				if !coversPath(b, c) {
+					t := rootChartTarget(c)
+					rendered[renderKey(t)] = true
+					todo = append(todo, t)
+				}
 			}
 		}
 		if len(todo) == 0 {
@@ -147,19 +166,33 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 				if ctx.Err() != nil {
 					return nil, fmt.Errorf("discovering GitOps targets: rendering %s: %w", t.Name, ctx.Err())
 				}
+				if _, ok := render.IsUnavailable(err); ok && t.Controller != nil {
+					continue // the target itself is listed as not rendered, with the reason
+				}
+				if t.Controller == nil {
+					res.Notes = append(res.Notes, fmt.Sprintf("%s names Argo CD or Flux objects in its templates but could not be rendered to look for them: %v", t.Path, err))
+					continue
+				}
 				failed[renderKey(t)] = fmt.Sprintf("target %s could not be rendered to look for nested GitOps objects: %v", targetLabel(t), err)
 				continue
 			}
+			own := 0
 			for _, m := range manifestsFromSet(set, t.Name, t.Cluster) {
 				if m.Cluster == "" && m.group() != groupArgo {
 					m.Cluster = d.pathCluster(m.File)
 				}
 				if d.add(m) {
 					added++
+					if m.group() != "" { // an Argo CD or Flux object, not a ConfigMap
+						own++
+					}
 				}
 			}
+			if t.Controller == nil && own > 0 {
+				roots = append(roots, t)
+			}
 		}
-		if added == 0 {
+		if added == 0 && seeded {
 			break
 		}
 	}
@@ -170,6 +203,14 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 			res.Notes = append(res.Notes, n)
 		}
 	}
+	for _, t := range roots {
+		if coversPath(b, t.Path) {
+			continue // a discovered object deploys the chart after all
+		}
+		t.Name = b.unique(t)
+		res.Targets = append(res.Targets, t)
+	}
+	slices.SortStableFunc(res.Targets, func(a, c config.Target) int { return strings.Compare(a.Name, c.Name) })
 	res.Notes = append(res.Notes, b.notes...)
 	return res, nil
 }
@@ -180,6 +221,25 @@ func targetLabel(t config.Target) string {
 		return t.Name + " (cluster " + t.Cluster + ")"
 	}
 	return t.Name
+}
+
+// coversPath says whether a discovered target renders the directory p.
+func coversPath(b *built, p string) bool {
+	return slices.ContainsFunc(slices.Concat(b.targets, b.notRendered), func(t config.Target) bool { return t.Path == p })
+}
+
+// rootChartTarget is the target of a chart that renders Argo CD or Flux objects but
+// that no object in the repository deploys: it is previewed like a directory the
+// PR touches (release name the directory's, prune on), and its objects become
+// targets in turn.
+func rootChartTarget(p string) config.Target {
+	opts := render.DefaultOptions()
+	opts.Renderer = render.RendererHelm
+	return config.Target{
+		Name: p, Path: p, Render: opts,
+		Sync:  config.Sync{Prune: true, Manager: config.DefaultManager},
+		Notes: []string{fmt.Sprintf("no Argo CD or Flux object in this repository deploys %s; it renders the ones below, so it is previewed as the root of an app-of-apps, with default settings (release name %s, prune on)", p, path.Base(p))},
+	}
 }
 
 // discovery holds every manifest found so far.

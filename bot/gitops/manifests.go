@@ -118,11 +118,12 @@ const maxScanBytes = 10 << 20
 
 // scanRepo walks root for YAML files that may declare controller objects. It skips
 // .git, node_modules, symlinks and Helm chart directories (templates are not YAML;
-// charts that produce Applications are found by rendering).
-func scanRepo(root string) ([]*manifest, []string, error) {
+// charts that produce Applications are found by rendering). charts are the chart
+// directories whose templates mention Argo CD or Flux objects: candidates for an
+// app-of-apps whose root object is not in the repository.
+func scanRepo(root string) (found []*manifest, charts []string, notes []string, err error) {
 	var out []*manifest
-	var notes []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("walking %s: %w", p, err)
 		}
@@ -137,6 +138,9 @@ func scanRepo(root string) ([]*manifest, []string, error) {
 				return filepath.SkipDir
 			}
 			if _, err := os.Stat(filepath.Join(p, "Chart.yaml")); err == nil {
+				if chartMentionsGitOps(p) {
+					charts = append(charts, rel)
+				}
 				return filepath.SkipDir
 			}
 			return nil
@@ -176,9 +180,46 @@ func scanRepo(root string) ([]*manifest, []string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("discovering GitOps objects in %s: %w", root, err)
+		return nil, nil, nil, fmt.Errorf("discovering GitOps objects in %s: %w", root, err)
 	}
-	return out, notes, nil
+	return out, charts, notes, nil
+}
+
+// gitopsMarkers are the API groups whose mention in a chart's templates makes the
+// chart worth rendering to look for controller objects.
+var gitopsMarkers = [][]byte{[]byte("argoproj.io"), []byte("toolkit.fluxcd.io")}
+
+// chartMentionsGitOps says whether a file under the chart's templates/ names an Argo
+// CD or Flux API group. It reads at most 1,000 files of up to maxScanBytes each.
+func chartMentionsGitOps(chartDir string) bool {
+	found := false
+	files := 0
+	_ = filepath.WalkDir(filepath.Join(chartDir, "templates"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return filepath.SkipAll
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if files++; files > 1000 {
+			return filepath.SkipAll
+		}
+		if info, err := d.Info(); err != nil || info.Size() > maxScanBytes {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		for _, m := range gitopsMarkers {
+			if bytes.Contains(b, m) {
+				found = true
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return found
 }
 
 // parseManifests reads every YAML document of one file and keeps the interesting
