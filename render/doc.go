@@ -22,6 +22,10 @@
 //     getHostByName fails, values.schema.json is not checked (it may $ref URLs).
 //     Hook objects (helm.sh/hook) are left out, as they are not in the release;
 //     an unvendored dependency is *Unavailable, not a broken chart.
+//   - Jsonnet (an Argo CD directory application, PlainOptions.Jsonnet) is evaluated
+//     with github.com/google/go-jsonnet; every import is read through the sandbox
+//     (no absolute paths, nothing outside the checkout), call depth is capped and
+//     the output counts against MaxTotalBytes.
 //   - YAML is parsed with go.yaml.in/yaml/v3 into nodes first; alias bombs, nesting
 //     deeper than MaxDepth and duplicate keys are errors before anything expands.
 //   - YAML depth is counted through aliases, so anchored pieces cannot add up to

@@ -51,6 +51,10 @@ type PlainOptions struct {
 	// target directory (Argo CD's directory.include/exclude). Empty Include means all.
 	Include []string
 	Exclude []string
+	// Jsonnet, when set, evaluates the .jsonnet files of the directory as Argo CD
+	// does for a directory application; nil leaves them out, with a note (Flux and
+	// plain directories do not evaluate jsonnet).
+	Jsonnet *JsonnetOptions
 }
 
 // HelmOptions applies to charts.

@@ -82,11 +82,22 @@ type argoSource struct {
 		Name string `json:"name"`
 	} `json:"plugin"`
 	Directory *struct {
-		Recurse bool           `json:"recurse"`
-		Include string         `json:"include"`
-		Exclude string         `json:"exclude"`
-		Jsonnet map[string]any `json:"jsonnet"`
+		Recurse bool   `json:"recurse"`
+		Include string `json:"include"`
+		Exclude string `json:"exclude"`
+		Jsonnet struct {
+			ExtVars []argoJsonnetVar `json:"extVars"`
+			TLAs    []argoJsonnetVar `json:"tlas"`
+			Libs    []string         `json:"libs"`
+		} `json:"jsonnet"`
 	} `json:"directory"`
+}
+
+// argoJsonnetVar is an ext var or TLA of directory.jsonnet.
+type argoJsonnetVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Code  bool   `json:"code"`
 }
 
 // thisRepo says whether an Argo CD source URL is this repository. Without known
@@ -338,16 +349,59 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 			opts.Kustomize.Components = append(opts.Kustomize.Components, cp)
 		}
 	}
+	if r == render.RendererPlain {
+		// A directory application: Argo CD's repo server evaluates its .jsonnet
+		// files too, with directory.jsonnet (reposerver/repository findManifests).
+		opts.Plain.Jsonnet = &render.JsonnetOptions{}
+	}
 	if dir := s.Directory; dir != nil {
 		opts.Plain.Recurse = dir.Recurse
 		opts.Plain.Include = splitGlobs(dir.Include)
 		opts.Plain.Exclude = splitGlobs(dir.Exclude)
-		if len(dir.Jsonnet) > 0 {
-			t.Notes = append(t.Notes, "directory.jsonnet is not supported: .jsonnet files are not rendered")
+		if opts.Plain.Jsonnet != nil {
+			env := argoEnv(m.Name, t.Namespace, s)
+			jo := opts.Plain.Jsonnet
+			for _, v := range dir.Jsonnet.ExtVars {
+				jo.ExtVars = append(jo.ExtVars, render.JsonnetVar{Name: v.Name, Value: env.subst(v.Value, &t.Notes), Code: v.Code})
+			}
+			for _, v := range dir.Jsonnet.TLAs {
+				jo.TLAs = append(jo.TLAs, render.JsonnetVar{Name: v.Name, Value: env.subst(v.Value, &t.Notes), Code: v.Code})
+			}
+			jo.Libs = append(jo.Libs, dir.Jsonnet.Libs...)
 		}
 	}
 	t.Render = opts
 	return "", true
+}
+
+// argoBuildEnv holds the build environment Argo CD substitutes into jsonnet ext vars
+// and TLAs ($ARGOCD_APP_NAME …, reposerver/repository newEnv). The revision
+// variables have no value in a preview, which renders two revisions.
+type argoBuildEnv map[string]string
+
+func argoEnv(app, namespace string, s argoSource) argoBuildEnv {
+	return argoBuildEnv{
+		"ARGOCD_APP_NAME":                   app,
+		"ARGOCD_APP_NAMESPACE":              namespace,
+		"ARGOCD_APP_SOURCE_REPO_URL":        s.RepoURL,
+		"ARGOCD_APP_SOURCE_PATH":            s.Path,
+		"ARGOCD_APP_SOURCE_TARGET_REVISION": s.TargetRevision,
+	}
+}
+
+// subst expands $VAR and ${VAR} like Argo CD's Env.Envsubst (os.Expand, $$ for a
+// dollar, unknown variables empty); a variable it cannot know gets a note.
+func (e argoBuildEnv) subst(v string, notes *[]string) string {
+	return os.Expand(v, func(name string) string {
+		if name == "$" {
+			return "$"
+		}
+		val, ok := e[name]
+		if !ok {
+			*notes = append(*notes, fmt.Sprintf("jsonnet variable value %q uses $%s, which is empty in the preview", v, name))
+		}
+		return val
+	})
 }
 
 // argoValueFile resolves a Helm value file of an Application to a root-relative

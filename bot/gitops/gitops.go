@@ -3,6 +3,7 @@ package gitops
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path"
@@ -427,8 +428,14 @@ func (b *built) unique(t config.Target) string {
 }
 
 // renderKey identifies a render request, so each distinct target is rendered once.
+// The options are compared as JSON: they hold pointers (jsonnet options) whose
+// addresses differ between rounds.
 func renderKey(t config.Target) string {
-	return fmt.Sprintf("%s|%s|%s|%#v", t.Name, t.Path, t.Cluster, t.Render)
+	o, err := json.Marshal(t.Render)
+	if err != nil {
+		o = fmt.Appendf(nil, "%#v", t.Render)
+	}
+	return fmt.Sprintf("%s|%s|%s|%s", t.Name, t.Path, t.Cluster, o)
 }
 
 func targetNames(ts []config.Target) string {

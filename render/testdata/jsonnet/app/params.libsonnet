@@ -1,0 +1,1 @@
+{ name: 'api', image: 'registry.example.com/api:2.1' }
