@@ -306,7 +306,12 @@ func checkVendored(sb *sandbox, dir string, ch *chart.Chart) error {
 		case d.Repository != "":
 			from = fmt.Sprintf(" (from %s)", d.Repository)
 		}
-		return &Error{File: file, Line: lineOf(sb, file, "name: "+d.Name),
+		// The dependency's list entry, not the chart's own name (often the same).
+		line := lineOf(sb, file, "- name: "+d.Name)
+		if line == 0 {
+			line = lineOf(sb, file, "name: "+d.Name)
+		}
+		return &Error{File: file, Line: line,
 			Err: &Unavailable{Reason: fmt.Sprintf("chart dependency %s%s is not vendored in %s: the GitOps controller builds chart dependencies when it syncs (helm dependency build), but driftpreview renders offline and never fetches charts; to preview this chart, run helm dependency build and commit charts/",
 				d.Name, from, path.Join(dir, "charts")+"/")}}
 	}
