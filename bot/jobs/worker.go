@@ -329,7 +329,7 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 		return nil, err
 	}
 	rep, err := j.w.preview.Preview(ctx, preview.Request{
-		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, RepoURLs: repoURLs(cloneURL, j.pr.URL),
+		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, BaseBranch: j.pr.BaseRef, RepoURLs: repoURLs(cloneURL, j.pr.URL),
 		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster, ArgoCDCluster: j.w.opts.ArgoCDCluster,
 		Now: j.w.opts.Now(),
 	})

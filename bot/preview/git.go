@@ -34,6 +34,26 @@ func (r repo) git(ctx context.Context, extraEnv []string, args ...string) ([]byt
 	return stdout.Bytes(), nil
 }
 
+// branchOf names the branch a remote-tracking ref stands for (main for origin/main
+// or refs/remotes/origin/main, as CI jobs pass the target branch), or "" when it
+// names none (a SHA, a tag, HEAD, a local branch, which may be any scratch name).
+func (r repo) branchOf(ctx context.Context, ref string) string {
+	if ref == "" || strings.HasPrefix(ref, "-") {
+		return ""
+	}
+	out, err := r.git(ctx, nil, "rev-parse", "--symbolic-full-name", ref)
+	if err != nil {
+		return ""
+	}
+	full := strings.TrimSpace(string(out))
+	if rest, ok := strings.CutPrefix(full, "refs/remotes/"); ok {
+		if _, b, ok := strings.Cut(rest, "/"); ok && b != "HEAD" {
+			return b
+		}
+	}
+	return ""
+}
+
 // resolve turns a ref or SHA into a full commit SHA.
 func (r repo) resolve(ctx context.Context, ref string) (string, error) {
 	if ref == "" || strings.HasPrefix(ref, "-") {

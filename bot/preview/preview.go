@@ -59,7 +59,12 @@ type Request struct {
 	// RepoURLs name this repository, so GitOps objects pointing at it are found;
 	// the origin remote is added automatically.
 	RepoURLs []string
-	Now      time.Time
+	// BaseBranch is the branch the pull request merges into. A GitOps source of
+	// this repository at another branch is not what the PR changes. When empty it
+	// is read from Base when Base is a remote-tracking branch (origin/main);
+	// otherwise main or master is assumed.
+	BaseBranch string
+	Now        time.Time
 }
 
 // Run executes the whole pipeline for one request and returns the report. An error
@@ -80,6 +85,9 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	headSHA, err := r.resolve(ctx, req.Head)
 	if err != nil {
 		return nil, fmt.Errorf("head: %w", err)
+	}
+	if req.BaseBranch == "" {
+		req.BaseBranch = r.branchOf(ctx, req.Base)
 	}
 	tmp, err := os.MkdirTemp("", "driftpreview-")
 	if err != nil {

@@ -33,6 +33,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		opts := gitops.DefaultOptions()
 		opts.RepoURLs = urls
 		opts.ClusterNames = clusterNames(req)
+		opts.Branch = req.BaseBranch
 		opts.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
 			return cache.render(ctx, root, t.Path, t.Render)
 		}

@@ -21,6 +21,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var (
 		repoDir    = fl.String("repo", ".", "git repository holding both commits (its working tree is not touched)")
 		base       = fl.String("base", "", "base ref or SHA (required)")
+		baseBranch = fl.String("base-branch", "", "the branch the PR merges into (default: read from --base when it is a remote-tracking branch such as origin/main, else main or master); GitOps sources of this repo at other branches are not affected by the PR")
 		head       = fl.String("head", "", "head ref or SHA (required)")
 		cfgFile    = fl.String("config", "", "repo config to use instead of .driftpreview.yaml at base")
 		kubeconfig = fl.String("kubeconfig", "", "kubeconfig for the live comparison (default: $KUBECONFIG; none means no live comparison)")
@@ -52,7 +53,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageErr(fmt.Sprintf("--live-mode must be simulate, dry-run or off, not %q", *liveMode))
 	}
 
-	req := preview.Request{RepoDir: *repoDir, Base: *base, Head: *head, ConfigFile: *cfgFile, Targets: targets, RepoURLs: repoURLs}
+	req := preview.Request{RepoDir: *repoDir, Base: *base, Head: *head, ConfigFile: *cfgFile, Targets: targets, RepoURLs: repoURLs, BaseBranch: *baseBranch}
 	if *kubeconfig == "" {
 		*kubeconfig = os.Getenv("KUBECONFIG")
 	}
