@@ -106,28 +106,41 @@ func Diff(in Input, opts Options) TargetReport {
 }
 
 // renderErrors turns BaseErr and HeadErr into findings; it reports whether the
-// target cannot be compared at all.
+// target cannot be compared at all. An error the base has too is not the PR's
+// doing: the same error at both sides is one pre-existing finding, and a base
+// that does not render is pre-existing whatever the head does. Only a head error
+// the base does not have (none, or another one) is the PR's.
 func (d *differ) renderErrors() bool {
-	var texts []string
-	for _, side := range []struct {
-		name string
-		err  error
-	}{{"head", d.in.HeadErr}, {"base", d.in.BaseErr}} {
-		if side.err == nil {
-			continue
-		}
-		text := oneLine(renderErrorText(side.err))
-		texts = append(texts, side.name+": "+text)
-		var msg string
-		if side.name == "head" {
-			msg = fmt.Sprintf("The PR's head does not render (%s), so this target is not compared and the controller cannot sync it after the merge.", text)
-		} else {
-			msg = fmt.Sprintf("The base does not render (%s), so this PR's changes to the target cannot be compared.", text)
-		}
-		d.add(Finding{Rule: RuleRenderError, Message: msg})
-	}
-	if len(texts) == 0 {
+	baseErr, headErr := d.in.BaseErr, d.in.HeadErr
+	if baseErr == nil && headErr == nil {
 		return false
+	}
+	var base, head string
+	if baseErr != nil {
+		base = strings.Join(strings.Fields(renderErrorText(baseErr)), " ")
+	}
+	if headErr != nil {
+		head = strings.Join(strings.Fields(renderErrorText(headErr)), " ")
+	}
+	if baseErr != nil && headErr != nil && base == head {
+		text := oneLine(head)
+		d.add(Finding{Rule: RuleRenderError, PreExisting: true, Message: fmt.Sprintf(
+			"The target does not render at the base nor at the head (%s). The error is the same at both, so it is not this PR's, and the target is not compared.", text)})
+		d.tr.Error = "base and head: " + text
+		return true
+	}
+	var texts []string
+	if headErr != nil {
+		text := oneLine(head)
+		texts = append(texts, "head: "+text)
+		d.add(Finding{Rule: RuleRenderError, Message: fmt.Sprintf(
+			"The PR's head does not render (%s), so this target is not compared and the controller cannot sync it after the merge.", text)})
+	}
+	if baseErr != nil {
+		text := oneLine(base)
+		texts = append(texts, "base: "+text)
+		d.add(Finding{Rule: RuleRenderError, PreExisting: true, Message: fmt.Sprintf(
+			"The base does not render (%s), so this PR's changes to the target cannot be compared.", text)})
 	}
 	d.tr.Error = strings.Join(texts, "; ")
 	return true
@@ -143,13 +156,9 @@ func renderErrorText(err error) string {
 }
 
 // oneLine folds an error text onto one line and caps its length, since API and
-// render errors can be long.
+// render errors can be long; the cut falls between words and is marked.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:297] + "..."
-	}
-	return s
+	return render.Shorten(strings.Join(strings.Fields(s), " "), 300)
 }
 
 func (d *differ) clusterName() string {

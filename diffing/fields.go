@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/driftpreview/driftpreview/render"
 )
 
 // splitPointer splits a JSON pointer ("/metadata/annotations/a~1b") into unescaped
@@ -218,10 +220,7 @@ func formatValue(v any) string {
 			s = string(b)
 		}
 	}
-	if len(s) > 80 {
-		s = s[:77] + "..."
-	}
-	return s
+	return render.Shorten(s, 80)
 }
 
 // owner is one field manager's claim on a field of a live object.

@@ -144,12 +144,19 @@ func (d *differ) drift(k render.ObjectKey, path, manager string, at *time.Time, 
 	if at != nil {
 		when = " on " + at.UTC().Format("2006-01-02 15:04 UTC")
 	}
+	// With self-heal on (Argo CD selfHeal, Flux's reconcile loop), the controller
+	// reapplies git whenever live drifts, merge or not: when the PR does not change
+	// the object, the hand edit is reverted anyway, not by this merge.
+	reverts, anyway := "This merge reverts it", ""
+	if c := d.changes[k]; c != nil && c.Action == ActionUnchanged && d.opts.SelfHeal {
+		reverts, anyway = "This PR does not change the object; self-heal reverts it", " anyway"
+	}
 	var msg string
 	if isSecretKey(k) {
-		msg = fmt.Sprintf("%s was changed by %s%s (values hidden). This merge reverts it.", code(path), code(manager), when)
+		msg = fmt.Sprintf("%s was changed by %s%s (values hidden). %s%s.", code(path), code(manager), when, reverts, anyway)
 	} else {
-		msg = fmt.Sprintf("%s was changed to %s by %s%s. This merge reverts it to %s.",
-			code(path), code(formatValue(liveVal)), code(manager), when, code(formatValue(headVal)))
+		msg = fmt.Sprintf("%s was changed to %s by %s%s. %s to %s%s.",
+			code(path), code(formatValue(liveVal)), code(manager), when, reverts, code(formatValue(headVal)), anyway)
 	}
 	d.add(Finding{Rule: RuleLiveDrift, Key: k, Path: path, Manager: manager, Since: at, Message: msg})
 	d.changes[k].RevertsDrift = true

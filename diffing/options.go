@@ -17,6 +17,9 @@ type Options struct {
 	// Replace is true when the controller replaces objects (Argo CD Replace=true), so
 	// an immutable-field change recreates the object instead of failing the sync.
 	Replace bool
+	// SelfHeal is true when the controller reverts live drift on its own (Argo CD
+	// selfHeal, Flux), merge or not.
+	SelfHeal bool
 	// Manager is the GitOps field manager (kustomize-controller, argocd-controller…).
 	Manager string
 	// StatefulKinds extends the built-in stateful kinds (PVC, PV, StatefulSet,

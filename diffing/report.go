@@ -3,6 +3,7 @@ package diffing
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/driftpreview/driftpreview/render"
@@ -127,8 +128,15 @@ type Finding struct {
 	Manager string     `json:"manager,omitempty"`
 	Since   *time.Time `json:"since,omitempty"`
 	Message string     `json:"message"`
-	// Failing is true when policy makes this finding fail the status check.
-	Failing bool `json:"failing,omitempty"`
+	// Failing is true when policy makes this finding fail the status check: a
+	// finding the PR introduces whose severity or rule the policy fails on. It is
+	// always written to JSON, false included.
+	Failing bool `json:"failing"`
+	// PreExisting is true when the same finding (rule, object and path, at the
+	// same or a worse severity) already holds at the PR's base, such as a render
+	// error identical at base and head or live drift on an object the PR does not
+	// change. The PR does not introduce it, so it never fails the check.
+	PreExisting bool `json:"preExisting,omitempty"`
 }
 
 // Action says what the PR does to one object.
@@ -216,7 +224,40 @@ type Report struct {
 	// Findings not tied to one target (config-error, ignore-expired).
 	Findings []Finding `json:"findings,omitempty"`
 	// Notes are remarks about the run as a whole (discovery, unsupported sources).
-	Notes   []string `json:"notes,omitempty"`
-	Worst   Severity `json:"worst"`
-	Failing bool     `json:"failing"`
+	Notes []string `json:"notes,omitempty"`
+	Worst Severity `json:"worst"`
+	// Failing is true when a finding the PR introduces fails the policy;
+	// pre-existing findings never do.
+	Failing bool `json:"failing"`
+}
+
+// Compared reports whether the target's base and head were both rendered and
+// diffed: a target that failed to render, or was listed as not rendered, was not.
+func (t *TargetReport) Compared() bool { return t.Error == "" && t.Skipped == "" }
+
+// Coverage counts the targets that were compared and those that were not.
+func (r *Report) Coverage() (compared, notCompared int) {
+	if r == nil {
+		return 0, 0
+	}
+	for i := range r.Targets {
+		if r.Targets[i].Compared() {
+			compared++
+		} else {
+			notCompared++
+		}
+	}
+	return compared, notCompared
+}
+
+// NothingCompared is true when the report cannot judge the PR at all: no target
+// was compared, because every target failed to render or was not rendered, or the
+// repo config is invalid. It is then neither safe nor failing by itself: the bot
+// reports a neutral check (unless an introduced finding fails it).
+func (r *Report) NothingCompared() bool {
+	compared, notCompared := r.Coverage()
+	if r == nil || compared > 0 {
+		return false
+	}
+	return notCompared > 0 || slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.Rule == RuleConfigError })
 }

@@ -185,11 +185,7 @@ func cleanTemplateMsg(msg string) string {
 	if i := strings.LastIndex(msg, "error calling "); i >= 0 {
 		msg = msg[i:]
 	}
-	const maxLen = 400
-	if len(msg) > maxLen {
-		msg = msg[:maxLen] + "…"
-	}
-	return strings.TrimSpace(msg)
+	return Shorten(strings.TrimSpace(msg), 400)
 }
 
 // loadChart reads the chart's files through the sandbox, honouring .helmignore,

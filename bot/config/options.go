@@ -18,6 +18,7 @@ func (c *Config) DiffOptions(t Target, now time.Time) diffing.Options {
 	o.Now = now
 	o.Prune = t.Sync.Prune
 	o.Replace = t.Sync.Replace
+	o.SelfHeal = t.Sync.SelfHeal
 	if t.Sync.Manager != "" {
 		o.Manager = t.Sync.Manager
 	}

@@ -60,6 +60,12 @@ func statusState(s bot.State) (gl.BuildStateValue, string, error) {
 	case bot.StateSuccess:
 		return gl.Success, "", nil
 	case bot.StateNeutral:
+		// GitLab's commit statuses have no neutral (pending, running, success,
+		// failed, canceled, and skipped only since GitLab 17.5). failed would block
+		// the merge for something the PR did not cause, and skipped is refused by
+		// older instances and blocks "Pipelines must succeed" unless skipped
+		// pipelines count as successful. So: success, with a description that
+		// starts "neutral:" and says why (e.g. "neutral: Nothing compared: …").
 		return gl.Success, "neutral: ", nil
 	case bot.StateFailure:
 		return gl.Failed, "", nil

@@ -79,7 +79,7 @@ type Observer interface {
 const (
 	OutcomeSuccess    = "success"    // posted, nothing fails the policy
 	OutcomeFailure    = "failure"    // posted, the policy fails
-	OutcomeNeutral    = "neutral"    // a fork PR that is not rendered
+	OutcomeNeutral    = "neutral"    // a fork PR that is not rendered, or nothing compared
 	OutcomeSuperseded = "superseded" // a newer head (or a close) took over
 	OutcomeDenied     = "denied"     // a re-run by a user without write access
 	OutcomeRetry      = "retry"      // an error; River retries with backoff
@@ -276,11 +276,7 @@ func (j *run) do(ctx context.Context) (string, error) {
 		opts.MaxChars = n - len(hosttext.HeadMarker(j.pr.HeadSHA)) - 1
 	}
 	pages := report.Pages(rep, opts)
-	state := bot.StateSuccess
-	outcome := OutcomeSuccess
-	if rep.Failing {
-		state, outcome = bot.StateFailure, OutcomeFailure
-	}
+	state, outcome := checkState(rep)
 
 	// Post under the PR's lock, after checking no newer head took over, so an
 	// older SHA's result never overwrites a newer one.
@@ -306,6 +302,20 @@ func (j *run) do(ctx context.Context) (string, error) {
 		j.w.obs.ReportPosted(j.pr, rep)
 	}
 	return outcome, nil
+}
+
+// checkState is the verdict of a report: failure when a finding the PR introduces
+// fails the policy; neutral when nothing could be compared (every target failed to
+// render or was not rendered, or the repo config is invalid), since a check that
+// looked at nothing is neither safe nor failing; success otherwise.
+func checkState(rep *diffing.Report) (bot.State, string) {
+	switch {
+	case rep.Failing:
+		return bot.StateFailure, OutcomeFailure
+	case rep.NothingCompared():
+		return bot.StateNeutral, OutcomeNeutral
+	}
+	return bot.StateSuccess, OutcomeSuccess
 }
 
 // render fetches both commits into the mirror and runs the preview.

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/driftpreview/driftpreview/render"
 )
 
 // repo runs read-only git commands against one repository. It never touches the
@@ -173,10 +175,7 @@ func (r repo) gitStdin(ctx context.Context, stdin string, args ...string) ([]byt
 
 // gitMessage is git's stderr, shortened, or err when git said nothing.
 func gitMessage(stderr string, err error) string {
-	msg := strings.TrimSpace(stderr)
-	if len(msg) > 500 {
-		msg = msg[:500] + "…"
-	}
+	msg := render.Shorten(strings.TrimSpace(stderr), 500)
 	if msg == "" {
 		msg = err.Error()
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/rest"
 
 	"github.com/driftpreview/driftpreview/bot/config"
@@ -116,9 +117,11 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 			return nil, err
 		}
 		for _, ce := range cerrs {
+			// The config comes from the base (or a file the user named), never
+			// from the PR: its errors are not the PR's, and nothing is compared.
 			rep.Findings = append(rep.Findings, diffing.Finding{
 				Rule: diffing.RuleConfigError, Severity: diffing.DefaultSeverity[diffing.RuleConfigError],
-				Path: ce.Field, Message: ce.Error(),
+				Path: ce.Field, Message: ce.Error(), PreExisting: true,
 			})
 		}
 		diffing.Finish(rep, diffing.DefaultPolicy())
@@ -131,7 +134,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		urls = append(urls, origin)
 	}
 	cache := newRenderCache()
-	targets, notes, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req, cache)
+	targets, notes, atBase, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +157,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		targets = kept
 	}
 
-	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}, renders: cache}
+	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}, renders: cache, atBase: atBase}
 	// Targets are independent: render and read them in parallel, one per CPU, and
 	// keep the report in target order.
 	rep.Targets = make([]diffing.TargetReport, len(targets))
@@ -216,8 +219,11 @@ type pipeline struct {
 	cfg              *config.Config
 	baseDir, headDir string
 	renders          *renderCache
-	mu               sync.Mutex // guards readers
-	readers          map[string]*live.Reader
+	// atBase names the targets the base commit declares (in its config, or found
+	// by discovery at base): their discovery findings hold at base too.
+	atBase  map[string]bool
+	mu      sync.Mutex // guards readers
+	readers map[string]*live.Reader
 }
 
 // target renders, reads live state for, and diffs one target. It never fails: every
@@ -225,8 +231,13 @@ type pipeline struct {
 func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetReport {
 	opts := p.cfg.DiffOptions(t, p.req.Now)
 	if t.Skip != "" {
+		findings := slices.Clone(t.Findings)
+		if p.atBase[targetKey(t)] {
+			// Listed as not rendered at base already: not this PR's doing.
+			diffing.MarkAllPreExisting(findings)
+		}
 		return diffing.TargetReport{Name: t.Name, Path: t.Path, Cluster: t.Cluster, Controller: t.Controller,
-			Skipped: t.Skip, Notes: slices.Clone(t.Notes), Findings: slices.Clone(t.Findings),
+			Skipped: t.Skip, Notes: slices.Clone(t.Notes), Findings: findings,
 			Changes: []diffing.Change{}}
 	}
 	in := diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}
@@ -244,11 +255,16 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 		if c := t.Controller; c != nil && controllerGroups[c.Kind] != "" {
 			key = render.ObjectKey{Group: controllerGroups[c.Kind], Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
 		}
+		discovered := slices.Clone(t.Findings)
+		if p.atBase[targetKey(t)] {
+			diffing.MarkAllPreExisting(discovered)
+		}
+		_, atBase := unavailable(in.BaseErr) // the base cannot be rendered either
 		return diffing.TargetReport{Name: t.Name, Path: t.Path, Cluster: t.Cluster, Controller: t.Controller,
 			Skipped: reason, Notes: slices.Clone(t.Notes), Changes: []diffing.Change{},
-			Findings: append(slices.Clone(t.Findings), diffing.Finding{
+			Findings: append(discovered, diffing.Finding{
 				Rule: diffing.RuleNotRendered, Severity: diffing.DefaultSeverity[diffing.RuleNotRendered], Key: key,
-				Message: fmt.Sprintf("%s is not rendered: %s", t.Name, reason)})}
+				Message: fmt.Sprintf("%s is not rendered: %s", t.Name, reason), PreExisting: atBase})}
 	}
 
 	cl, liveNote := p.cluster(t)
@@ -261,15 +277,25 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 		}
 		in.Cluster = cl.Name
 	}
-	var ctrlFindings []diffing.Finding
-	var ctrlNote string
+	var lr liveRead
 	if cl != nil && in.HeadErr == nil {
-		in.Live, ctrlFindings, ctrlNote = p.live(ctx, cl, t, in, opts)
+		lr = p.live(ctx, cl, t, in, opts)
+		in.Live = lr.state
 	}
 	tr := diffing.Diff(in, opts)
+	p.markPreExisting(ctx, &tr, in, opts, lr)
 	tr.Controller = t.Controller
-	tr.Findings = append(tr.Findings, t.Findings...)
+	// Discovery's findings and the live controller's come from the target as the
+	// base declares it (base wins in discovery), so they hold at base too.
+	discovered := slices.Clone(t.Findings)
+	ctrlFindings := lr.findings
+	if p.atBase[targetKey(t)] {
+		diffing.MarkAllPreExisting(discovered)
+		diffing.MarkAllPreExisting(ctrlFindings)
+	}
+	tr.Findings = append(tr.Findings, discovered...)
 	tr.Findings = append(tr.Findings, ctrlFindings...)
+	ctrlNote := lr.note
 	for _, n := range []string{baseNote, headNote, liveNote, ctrlNote} {
 		if n != "" {
 			tr.Notes = append(tr.Notes, n)
@@ -279,16 +305,26 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	return tr
 }
 
+// liveRead is what p.live read for one target: the live state, the live GitOps
+// controller's findings, and how to read the same state again for the base.
+type liveRead struct {
+	state    *diffing.LiveState
+	findings []diffing.Finding
+	note     string
+	reader   *live.Reader // nil when the read failed before it started
+	opts     live.Options
+}
+
 // live reads the target's live state: its GitOps controller object first (the exact
 // prune scope and the live sync policy), then the objects. Any read that fails makes
 // the whole live side unavailable rather than partial.
-func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in diffing.Input, opts diffing.Options) (*diffing.LiveState, []diffing.Finding, string) {
-	unavailable := func(err error) *diffing.LiveState {
-		return &diffing.LiveState{Mode: cl.LiveMode, Cluster: cl.Name, Err: err}
+func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in diffing.Input, opts diffing.Options) liveRead {
+	unavailable := func(err error) liveRead {
+		return liveRead{state: &diffing.LiveState{Mode: cl.LiveMode, Cluster: cl.Name, Err: err}}
 	}
 	reader, err := p.reader(cl)
 	if err != nil {
-		return unavailable(err), nil, ""
+		return unavailable(err)
 	}
 	lo := live.DefaultOptions()
 	lo.Mode = cl.LiveMode
@@ -305,7 +341,7 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in di
 		} else {
 			st, err := controller.Read(ctx, ctrlCluster.Config, *t.Controller)
 			if err != nil {
-				return unavailable(fmt.Errorf("reading %s %s on cluster %s: %w", t.Controller.Kind, t.Controller.Name, ctrlCluster.Name, err)), nil, ""
+				return unavailable(fmt.Errorf("reading %s %s on cluster %s: %w", t.Controller.Kind, t.Controller.Name, ctrlCluster.Name, err))
 			}
 			st.Cluster = ctrlCluster.Name
 			findings = controller.Findings(*t.Controller, st)
@@ -314,7 +350,58 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in di
 		}
 	}
 	lo.Tracking = tracking(t, argo)
-	return reader.Read(ctx, in.Base, in.Head, lo), findings, note
+	return liveRead{state: reader.Read(ctx, in.Base, in.Head, lo), findings: findings, note: note, reader: reader, opts: lo}
+}
+
+// markPreExisting marks the findings of tr that already hold at the PR's base, so
+// that only what the PR introduces fails the check. A finding holds at base when
+// diffing the base as if it were the head (against the same live cluster) reports
+// the same rule on the same object and path. Render errors were judged by Diff
+// itself (the same error at both sides).
+func (p *pipeline) markPreExisting(ctx context.Context, tr *diffing.TargetReport, in diffing.Input, opts diffing.Options, lr liveRead) {
+	if len(tr.Findings) == 0 {
+		return
+	}
+	if in.BaseErr != nil || in.HeadErr != nil {
+		// Only render errors (judged by Diff) and the expired ignore rules of the
+		// base's config are left.
+		for i := range tr.Findings {
+			if tr.Findings[i].Rule == diffing.RuleIgnoreExpired {
+				tr.Findings[i].PreExisting = true
+			}
+		}
+		return
+	}
+	if sameObjects(in.Base, in.Head) {
+		// Diffing the base as head would see exactly this input again.
+		diffing.MarkAllPreExisting(tr.Findings)
+		return
+	}
+	baseLive := in.Live
+	if in.Live != nil && in.Live.Err == nil && lr.reader != nil {
+		// What applying the base would do: a second read, since the predictions
+		// (conflicts, apply errors) depend on the objects applied.
+		baseLive = lr.reader.Read(ctx, in.Base, in.Base, lr.opts)
+	}
+	atBase := diffing.Diff(diffing.Input{Name: in.Name, Path: in.Path, Cluster: in.Cluster,
+		Base: in.Base, Head: in.Base, Live: baseLive}, opts)
+	diffing.MarkPreExisting(tr.Findings, atBase.Findings)
+}
+
+// sameObjects reports whether two renders hold the same objects with the same
+// content.
+func sameObjects(a, b render.ObjectSet) bool {
+	if len(a.Objects) != len(b.Objects) {
+		return false
+	}
+	bi := b.Index()
+	for _, ao := range a.Objects {
+		bo, ok := bi[ao.Key]
+		if !ok || (ao.Obj == nil) != (bo.Obj == nil) || (ao.Obj != nil && !equality.Semantic.DeepEqual(ao.Obj.Object, bo.Obj.Object)) {
+			return false
+		}
+	}
+	return true
 }
 
 // controllerCluster is where the target's GitOps controller object lives. Flux
@@ -397,7 +484,7 @@ func (p *pipeline) renderAt(ctx context.Context, root string, t config.Target) (
 	if err == nil && len(t.Substitute) > 0 {
 		set, err = gitops.Substitute(set, t.Substitute)
 	}
-	return set, "", err
+	return set, "", rootless(err, root)
 }
 
 // controllerGroups are the API groups of the controller kinds a target names.
@@ -416,6 +503,24 @@ func unavailable(errs ...error) (string, bool) {
 	}
 	return "", false
 }
+
+// rootless takes the checkout's temp dir out of an error's text: the comment
+// should name files as the repository does, and the same error at base and head
+// must read the same to be recognised as pre-existing.
+func rootless(err error, root string) error {
+	if err == nil || !strings.Contains(err.Error(), root) {
+		return err
+	}
+	return &rootlessError{msg: strings.ReplaceAll(strings.ReplaceAll(err.Error(), root+string(filepath.Separator), ""), root, "."), err: err}
+}
+
+type rootlessError struct {
+	msg string
+	err error
+}
+
+func (e *rootlessError) Error() string { return e.msg }
+func (e *rootlessError) Unwrap() error { return e.err }
 
 // hoistExpiredIgnores moves ignore-expired findings to the report level, once each:
 // the repo's ignore rules apply to every target, so each target reports the same

@@ -64,9 +64,11 @@ var must = map[string]struct {
 	"09-deployment-selector": {[]string{"immutable-field Deployment/s09/web /spec/selector"}, true},
 	"10-secret-change":       {[]string{"secret-change Secret/s10/api-creds", "live-drift Secret/s10/api-creds /data/password kubectl-edit"}, false},
 	"11-orphan":              {[]string{"orphan ConfigMap/s11/feature-flags", "orphan ConfigMap/s11/old-reports"}, false},
-	"12-bad-config":          {[]string{"config-error"}, true},
+	// The config comes from the base and the cluster is not the PR's: neither
+	// fails the check (the CLI still exits 2 on a config error).
+	"12-bad-config":          {[]string{"config-error"}, false},
 	"13-render-failure":      {[]string{"render-error"}, true},
-	"14-cluster-unreachable": {[]string{"live-unavailable"}, true},
+	"14-cluster-unreachable": {[]string{"live-unavailable"}, false},
 	"15-clean":               {nil, false},
 	// Dry-run scenarios (TestDryRunScenarios): simulate cannot see admission or RBAC.
 	"40-admission-policy":      {[]string{"live-drift ConfigMap/s40/flags /data/CHECKOUT_V2 kubectl-edit"}, false},
@@ -81,7 +83,26 @@ var must = map[string]struct {
 		"immutable-field Secret/s45/smtp /type",
 		"immutable-field StorageClass/s45-fast /parameters",
 	}, true},
+	"16-preexisting-render-error": {[]string{
+		"render-error",
+		"live-drift ConfigMap/s16/flags /data/LOG_LEVEL kubectl-edit",
+	}, false},
+	"17-nothing-rendered": {[]string{"render-error"}, false},
 }
+
+// mustPreExisting lists, per scenario, findings ("rule key path manager" patterns)
+// that must be marked pre-existing: the base has them already.
+var mustPreExisting = map[string][]string{
+	"02-kubectl-edit-configmap":   {"live-drift ConfigMap/s02/settings /data/LOG_LEVEL kubectl-edit"},
+	"12-bad-config":               {"config-error"},
+	"14-cluster-unreachable":      {"live-unavailable"},
+	"16-preexisting-render-error": {"render-error", "live-drift ConfigMap/s16/flags /data/LOG_LEVEL kubectl-edit"},
+	"17-nothing-rendered":         {"render-error"},
+}
+
+// mustNothingCompared names the scenarios where no target could be compared: the
+// report says so and the bot's check is neutral.
+var mustNothingCompared = map[string]bool{"12-bad-config": true, "17-nothing-rendered": true}
 
 func TestScenarios(t *testing.T) {
 	dirs, err := filepath.Glob("../../fixtures/scenarios/[0-9]*")
@@ -181,6 +202,20 @@ func runScenario(t *testing.T, dir string) {
 	if rep.Failing != m.failing {
 		t.Errorf("report failing = %v, want %v (exit code %d)", rep.Failing, m.failing, map[bool]int{false: 0, true: 1}[m.failing])
 	}
+	var pre []string
+	for _, f := range allFindings(rep) {
+		if f.PreExisting {
+			pre = append(pre, scenarioLine(f))
+		}
+	}
+	for _, want := range mustPreExisting[name] {
+		if !slices.ContainsFunc(pre, func(g string) bool { return matches(want, g) }) {
+			t.Errorf("finding %q is not marked pre-existing; pre-existing:\n  %s", want, strings.Join(pre, "\n  "))
+		}
+	}
+	if got, want := rep.NothingCompared(), mustNothingCompared[name]; got != want {
+		t.Errorf("NothingCompared = %v, want %v", got, want)
+	}
 
 	expected := expectedFindings(rep)
 	golden(t, filepath.Join(dir, "expected.json"), expected)
@@ -204,28 +239,34 @@ func matches(want, got string) bool {
 
 func findingLines(rep *diffing.Report) []string {
 	var lines []string
-	add := func(f diffing.Finding) {
-		parts := []string{string(f.Rule)}
-		if f.Key != (render.ObjectKey{}) {
-			parts = append(parts, f.Key.String())
-		}
-		if f.Path != "" {
-			parts = append(parts, f.Path)
-		}
-		if f.Manager != "" {
-			parts = append(parts, f.Manager)
-		}
-		lines = append(lines, strings.Join(parts, " "))
-	}
-	for _, f := range rep.Findings {
-		add(f)
-	}
-	for _, tr := range rep.Targets {
-		for _, f := range tr.Findings {
-			add(f)
-		}
+	for _, f := range allFindings(rep) {
+		lines = append(lines, scenarioLine(f))
 	}
 	return lines
+}
+
+// scenarioLine writes a finding as "rule key path manager", empty parts left out.
+func scenarioLine(f diffing.Finding) string {
+	parts := []string{string(f.Rule)}
+	if f.Key != (render.ObjectKey{}) {
+		parts = append(parts, f.Key.String())
+	}
+	if f.Path != "" {
+		parts = append(parts, f.Path)
+	}
+	if f.Manager != "" {
+		parts = append(parts, f.Manager)
+	}
+	return strings.Join(parts, " ")
+}
+
+// allFindings is the report's findings, then each target's.
+func allFindings(rep *diffing.Report) []diffing.Finding {
+	out := slices.Clone(rep.Findings)
+	for _, tr := range rep.Targets {
+		out = append(out, tr.Findings...)
+	}
+	return out
 }
 
 // expectedFindings is the scenario's expected.json: every finding without its
@@ -239,6 +280,8 @@ func expectedFindings(rep *diffing.Report) []byte {
 		Path     string `json:"path,omitempty"`
 		Manager  string `json:"manager,omitempty"`
 		Failing  bool   `json:"failing,omitempty"`
+		// PreExisting marks findings the base has too.
+		PreExisting bool `json:"preExisting,omitempty"`
 	}
 	out := struct {
 		Failing  bool      `json:"failing"`
@@ -250,7 +293,7 @@ func expectedFindings(rep *diffing.Report) []byte {
 		if f.Key != (render.ObjectKey{}) {
 			k = f.Key.String()
 		}
-		out.Findings = append(out.Findings, finding{target, string(f.Rule), f.Severity.String(), k, f.Path, f.Manager, f.Failing})
+		out.Findings = append(out.Findings, finding{target, string(f.Rule), f.Severity.String(), k, f.Path, f.Manager, f.Failing, f.PreExisting})
 	}
 	for _, f := range rep.Findings {
 		add("", f)

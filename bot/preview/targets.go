@@ -18,10 +18,15 @@ import (
 // resolveTargets returns the configured targets, or discovers them: first from GitOps
 // controller objects (Argo CD, Flux) at base and head, else from the directories the
 // PR touches. Discovery's notes about the repository as a whole come back
-// separately, for the report.
-func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request, cache *renderCache) ([]config.Target, []string, error) {
+// separately, for the report, and so do the names of the targets the base declares.
+func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request, cache *renderCache) ([]config.Target, []string, map[string]bool, error) {
+	atBase := map[string]bool{}
 	if !cfg.Discovered {
-		return cfg.Targets, nil, nil
+		// The config is read from the base: every target it names is the base's.
+		for _, t := range cfg.Targets {
+			atBase[targetKey(t)] = true
+		}
+		return cfg.Targets, nil, atBase, nil
 	}
 	var targets []config.Target
 	var notes []string
@@ -39,7 +44,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		}
 		res, err := gitops.Discover(ctx, dir, opts)
 		if err != nil {
-			return nil, nil, fmt.Errorf("discovering GitOps targets: %w", err)
+			return nil, nil, nil, fmt.Errorf("discovering GitOps targets: %w", err)
 		}
 		if dir == headDir {
 			notes = append(notes, res.Notes...)
@@ -47,7 +52,10 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		for _, t := range append(res.Targets, res.NotRendered...) {
 			// Targets of different clusters may share a name (Kustomization
 			// apps of clusters/staging and of clusters/production).
-			k := t.Cluster + "\x00" + t.Name
+			k := targetKey(t)
+			if dir == baseDir {
+				atBase[k] = true
+			}
 			if !seen[k] {
 				seen[k] = true
 				at[k] = len(targets)
@@ -61,24 +69,31 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		}
 	}
 	if len(targets) > 0 {
-		return targets, notes, nil // discovery's order: rendered targets, then the rest
+		return targets, notes, atBase, nil // discovery's order: rendered targets, then the rest
 	}
 	notes = nil
 	for _, dir := range []string{baseDir, headDir} {
 		found, err := config.Discover(dir, changed, config.DefaultDiscoverOptions())
 		if err != nil {
-			return nil, nil, fmt.Errorf("discovering targets: %w", err)
+			return nil, nil, nil, fmt.Errorf("discovering targets: %w", err)
 		}
 		for _, t := range found {
-			if k := t.Cluster + "\x00" + t.Name; !seen[k] {
+			k := targetKey(t)
+			if dir == baseDir {
+				atBase[k] = true
+			}
+			if !seen[k] {
 				seen[k] = true
 				targets = append(targets, t)
 			}
 		}
 	}
 	slices.SortFunc(targets, byName)
-	return targets, notes, nil
+	return targets, notes, atBase, nil
 }
+
+// targetKey tells targets apart: targets of different clusters may share a name.
+func targetKey(t config.Target) string { return t.Cluster + "\x00" + t.Name }
 
 func byName(a, b config.Target) int { return strings.Compare(a.Name, b.Name) }
 

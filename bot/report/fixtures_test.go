@@ -212,3 +212,56 @@ func manyFindingsReport(n int) *diffing.Report {
 	return &diffing.Report{Base: "main", Head: "cleanup", GeneratedAt: generatedAt, Worst: diffing.SeverityError,
 		Failing: true, Targets: []diffing.TargetReport{t}}
 }
+
+// preExistingReport has a chart that fails to render the same way at base and
+// head, next to a compared target with live drift on an object the PR does not
+// change (both pre-existing) and one new secret change.
+func preExistingReport() *diffing.Report {
+	cm := key("", "ConfigMap", "shop", "settings")
+	return &diffing.Report{
+		Base: "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678", Head: "e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3",
+		GeneratedAt: generatedAt, Worst: diffing.SeverityError,
+		Targets: []diffing.TargetReport{
+			{
+				Name: "legacy", Path: "charts/legacy", Cluster: "prod",
+				Error: "base and head: charts/legacy/Chart.yaml: dependency \"redis\" is not vendored in charts/legacy/charts/",
+				Worst: diffing.SeverityError,
+				Findings: []diffing.Finding{{Rule: diffing.RuleRenderError, Severity: diffing.SeverityError, PreExisting: true,
+					Message: "The target does not render at the base nor at the head (charts/legacy/Chart.yaml: dependency \"redis\" is not vendored in charts/legacy/charts/). The error is the same at both, so it is not this PR's, and the target is not compared."}},
+			},
+			{
+				Name: "shop", Path: "apps/shop", Cluster: "prod",
+				LiveChecked: true, LiveMode: "simulate", Manager: "kustomize-controller",
+				Controller: &diffing.Controller{Kind: "Kustomization", Name: "shop", Namespace: "flux-system", Prune: true, AutoSync: true, SelfHeal: true},
+				Summary:    diffing.Summary{Modified: 1, Unchanged: 1},
+				Worst:      diffing.SeverityWarning,
+				Changes: []diffing.Change{
+					{Key: key("", "Secret", "shop", "api-creds"), Action: diffing.ActionModified, Diff: " data:\n-  password: (hidden, 12 bytes)\n+  password: (hidden, 16 bytes)\n"},
+					{Key: cm, Action: diffing.ActionUnchanged, LiveAction: diffing.ActionModified, RevertsDrift: true,
+						LiveDiff: " data:\n-  LOG_LEVEL: debug   # kubectl-edit, 2026-11-29 22:46 UTC\n+  LOG_LEVEL: info\n"},
+				},
+				Findings: []diffing.Finding{
+					{Rule: diffing.RuleLiveDrift, Severity: diffing.SeverityWarning, Key: cm, Path: "/data/LOG_LEVEL", Manager: "kubectl-edit", PreExisting: true,
+						Message: "`/data/LOG_LEVEL` was changed to `debug` by `kubectl-edit` on 2026-11-29 22:46 UTC. This PR does not change the object; self-heal reverts it to `info` anyway."},
+					{Rule: diffing.RuleSecretChange, Severity: diffing.SeverityInfo, Key: key("", "Secret", "shop", "api-creds"),
+						Message: "Key `password` changed (values hidden)."},
+				},
+			},
+		},
+	}
+}
+
+// nothingComparedReport has no target that could be compared: one fails to render
+// at base and head alike, the other's source is outside the repository.
+func nothingComparedReport() *diffing.Report {
+	r := preExistingReport()
+	r.Targets[1] = diffing.TargetReport{
+		Name: "monitoring", Path: "", Cluster: "prod", Changes: []diffing.Change{},
+		Controller: &diffing.Controller{Kind: "Application", Name: "monitoring", Namespace: "argocd"},
+		Skipped:    "its source is https://prometheus-community.github.io/helm-charts, outside this repository",
+		Worst:      diffing.SeverityInfo,
+		Findings: []diffing.Finding{{Rule: diffing.RuleNotRendered, Severity: diffing.SeverityInfo, PreExisting: true,
+			Message: "Not rendered: its source is https://prometheus-community.github.io/helm-charts, outside this repository."}},
+	}
+	return r
+}

@@ -63,6 +63,7 @@ type layout struct {
 	rowTexts    []string // rows as table lines, rendered once
 	targetCol   bool
 	markFailing bool
+	preExisting int // rows the base already has
 	sections    []*section
 	units       []*unit // every unit, in cutting order
 	hiddenRows  int     // findings left out of the table (Markdown's last resort)
@@ -116,9 +117,12 @@ func newLayout(r *diffing.Report, opts Options) *layout {
 	})
 	l.targetCol = len(r.Targets) > 1 && len(owners) > 1
 	for _, rw := range l.rows {
-		if rw.f.Failing != (rw.f.Severity == diffing.SeverityError) {
+		if !rw.f.PreExisting && rw.f.Failing != (rw.f.Severity == diffing.SeverityError) {
 			// The policy is not "every error fails": say which ones do.
 			l.markFailing = true
+		}
+		if rw.f.PreExisting {
+			l.preExisting++
 		}
 	}
 

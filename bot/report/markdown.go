@@ -82,6 +82,9 @@ func (l *layout) blocks() []block {
 	if l.markFailing && shown > 0 {
 		bs = append(bs, block{text: "\n🚫 marks the findings that fail the policy check; the others are reported only.\n"})
 	}
+	if l.preExisting > 0 && shown > 0 {
+		bs = append(bs, block{text: "\n_pre-existing_ marks findings the base already has (the same rule on the same object and field, or the same render error): this PR does not introduce them, so they never fail the check.\n"})
+	}
 	if l.hiddenRows > 0 {
 		bs = append(bs, block{text: "\n**" + plural(l.hiddenRows, "more finding", "more findings") +
 			" not shown** to fit the " + thousands(l.opts.MaxChars) + "-character limit (the least severe); run `driftpreview preview --format json` for all of them.\n"})
@@ -207,10 +210,7 @@ func (l *layout) severityCounts() (errs, warns, notes int) {
 // headline is the verdict a reader sees first.
 func (l *layout) headline() string {
 	errs, warns, notes := l.severityCounts()
-	parts := []string{"no targets"}
-	if n := len(l.r.Targets); n > 0 {
-		parts[0] = plural(n, "target", "targets")
-	}
+	parts := []string{l.coverage()}
 	if errs > 0 {
 		parts = append(parts, "🔴 "+plural(errs, "error", "errors"))
 	}
@@ -220,17 +220,46 @@ func (l *layout) headline() string {
 	if notes > 0 {
 		parts = append(parts, "⚪ "+plural(notes, "note", "notes"))
 	}
+	if l.preExisting > 0 {
+		parts = append(parts, thousands(l.preExisting)+" pre-existing")
+	}
 	if len(l.rows) == 0 {
 		parts = append(parts, "✅ no findings")
 	}
+	_, notCompared := l.r.Coverage()
 	verdict := "Safe to merge by policy."
 	switch {
 	case l.r.Failing:
 		verdict = "Policy blocks this merge."
+	case l.r.NothingCompared():
+		// Never "safe": nothing was looked at.
+		verdict = "This PR is not judged."
 	case len(l.rows) == 0 && !l.anyChange():
 		verdict = "No changes."
+	case notCompared > 0:
+		verdict = "Safe to merge by policy for the targets compared."
+	case l.preExisting > 0:
+		verdict = "Safe to merge by policy: nothing this PR introduces fails it."
 	}
 	return "### driftpreview: " + strings.Join(parts, " · ") + ". " + verdict + "\n"
+}
+
+// coverage is the headline's first part: how many targets, and how many of them
+// could not be compared ("3 targets (1 not rendered)", "nothing compared: 2
+// targets not rendered").
+func (l *layout) coverage() string {
+	compared, notCompared := l.r.Coverage()
+	switch {
+	case compared == 0 && notCompared > 0:
+		return "nothing compared: " + plural(notCompared, "target", "targets") + " not rendered"
+	case l.r.NothingCompared():
+		return "nothing compared: `.driftpreview.yaml` is invalid"
+	case compared+notCompared == 0:
+		return "no targets"
+	case notCompared > 0:
+		return plural(compared+notCompared, "target", "targets") + " (" + thousands(notCompared) + " not rendered)"
+	}
+	return plural(compared, "target", "targets")
 }
 
 func (l *layout) anyChange() bool {
@@ -309,7 +338,11 @@ func (l *layout) rowText(rw row) string {
 	if msg == "" {
 		msg = f.Path
 	}
-	cells := []string{sev, codeSpan(string(f.Rule))}
+	rule := codeSpan(string(f.Rule))
+	if f.PreExisting {
+		rule += " _pre-existing_"
+	}
+	cells := []string{sev, rule}
 	if l.targetCol {
 		target := "—"
 		if rw.target >= 0 {

@@ -54,6 +54,8 @@ func TestMarkdownGolden(t *testing.T) {
 		{"no-live", noLiveReport(), DefaultOptions()},
 		{"render-error", renderErrorReport(), ghOptions()},
 		{"no-targets", &diffing.Report{Base: "main", Head: "dev", GeneratedAt: generatedAt}, DefaultOptions()},
+		{"pre-existing", preExistingReport(), DefaultOptions()},
+		{"nothing-compared", nothingComparedReport(), DefaultOptions()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +99,7 @@ func TestJSONGolden(t *testing.T) {
 		{"example", exampleReport()},
 		{"clean", cleanReport()},
 		{"render-error", renderErrorReport()},
+		{"pre-existing", preExistingReport()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -396,6 +399,8 @@ func TestHeadline(t *testing.T) {
 }
 
 func TestTitle(t *testing.T) {
+	configOnly := &diffing.Report{Findings: []diffing.Finding{{Rule: diffing.RuleConfigError, Severity: diffing.SeverityError,
+		PreExisting: true, Message: ".driftpreview.yaml:3: unknown key \"targetz\""}}}
 	many := manyFindingsReport(3)
 	many.Targets[0].Findings[1].Rule = diffing.RuleDataLoss
 	many.Targets[0].Findings[2].Rule = diffing.RulePruneCascade
@@ -410,7 +415,10 @@ func TestTitle(t *testing.T) {
 		want string
 	}{
 		{"example", exampleReport(), "3 errors, 3 warnings: data-loss, immutable-field, prune-stateful"},
-		{"failing warning first", renderErrorReport(), "2 errors, 2 warnings: config-error, render-error, field-conflict"},
+		{"failing warning first", renderErrorReport(), "2 errors, 2 warnings: config-error, render-error, field-conflict (1 target not rendered)"},
+		{"pre-existing", preExistingReport(), "1 note: secret-change (2 pre-existing, 1 target not rendered)"},
+		{"nothing compared", nothingComparedReport(), "Nothing compared: 2 targets not rendered (2 pre-existing)"},
+		{"config error only", configOnly, "Nothing compared: .driftpreview.yaml is invalid (1 pre-existing)"},
 		{"not failing", warnOnly, "1 warning: rename"},
 		{"clean", cleanReport(), "No findings"},
 		{"nothing", &diffing.Report{}, "No changes"},

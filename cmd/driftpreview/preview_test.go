@@ -51,6 +51,9 @@ type jsonReport struct {
 			} `json:"key"`
 			Path    string `json:"path"`
 			Manager string `json:"manager"`
+			// Failing is a pointer to check that JSON always has it.
+			Failing     *bool `json:"failing"`
+			PreExisting bool  `json:"preExisting"`
 		} `json:"findings"`
 		Changes []struct {
 			Action string `json:"action"`
@@ -65,7 +68,17 @@ func (r jsonReport) rules() []string {
 	}
 	for _, t := range r.Targets {
 		for _, f := range t.Findings {
-			out = append(out, f.Rule+" "+f.Key.Kind+"/"+f.Key.Name)
+			s := f.Rule + " " + f.Key.Kind + "/" + f.Key.Name
+			switch {
+			case f.Failing == nil:
+				s += " (no failing key)"
+			case *f.Failing:
+				s += " failing"
+			}
+			if f.PreExisting {
+				s += " pre-existing"
+			}
+			out = append(out, s)
 		}
 	}
 	return out
@@ -76,6 +89,9 @@ func TestRunPreview(t *testing.T) {
 	clean := scenarioRepo(t, "15-clean")
 	dataLoss := scenarioRepo(t, "04-pvc-data-loss")
 	badConfig := scenarioRepo(t, "12-bad-config")
+	renderFailure := scenarioRepo(t, "13-render-failure")
+	preExisting := scenarioRepo(t, "16-preexisting-render-error")
+	nothing := scenarioRepo(t, "17-nothing-rendered")
 	unreachable := unreachableKubeconfig(t)
 	t.Setenv("KUBECONFIG", "")
 
@@ -93,9 +109,16 @@ func TestRunPreview(t *testing.T) {
 		{name: "clean PR as JSON", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--format", "json"},
 			code: exitOK, rules: nil},
 		{name: "pruned PVC fails the policy", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json"},
-			code: exitFailing, rules: []string{"prune-stateful PersistentVolumeClaim/cache"}},
+			code: exitFailing, rules: []string{"prune-stateful PersistentVolumeClaim/cache failing"}},
+		// The cluster being down is not the PR's doing: reported, not failing.
 		{name: "unreachable cluster is live-unavailable", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable, "--format", "json"},
-			code: exitFailing, rules: []string{"live-unavailable /"}},
+			code: exitOK, rules: []string{"live-unavailable / pre-existing"}},
+		{name: "a render error the PR introduces fails", args: []string{"--repo", renderFailure, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json"},
+			code: exitFailing, rules: []string{"render-error / failing"}},
+		{name: "a render error at base and head is pre-existing", args: []string{"--repo", preExisting, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json"},
+			code: exitOK, rules: []string{"render-error / pre-existing"}},
+		{name: "nothing rendered says so and exits 0", args: []string{"--repo", nothing, "--base", "base", "--head", "head", "--live-mode", "off"},
+			code: exitOK, stdout: "nothing compared: 1 target not rendered"},
 		{name: "live mode off ignores the kubeconfig", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable, "--live-mode", "off"},
 			code: exitOK, stdout: "live mode is off"},
 		{name: "bad config still prints the report, exits 2", args: []string{"--repo", badConfig, "--base", "base", "--head", "head", "--format", "json"},
@@ -130,7 +153,7 @@ func TestRunPreview(t *testing.T) {
 				if diff := cmp.Diff(tt.rules, rep.rules()); diff != "" {
 					t.Errorf("findings (-want +got):\n%s", diff)
 				}
-				if rep.Failing != (tt.code != exitOK) {
+				if rep.Failing != (tt.code == exitFailing) {
 					t.Errorf("failing = %v with exit code %d", rep.Failing, code)
 				}
 			}
