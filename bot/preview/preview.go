@@ -178,6 +178,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	}
 	rep.Notes = append(rep.Notes, notes...)
 	hoistExpiredIgnores(rep)
+	dedupeDeprecations(rep)
 	diffing.Finish(rep, cfg.Policy)
 	return rep, nil
 }
@@ -521,6 +522,28 @@ type rootlessError struct {
 
 func (e *rootlessError) Error() string { return e.msg }
 func (e *rootlessError) Unwrap() error { return e.err }
+
+// dedupeDeprecations keeps each kustomize deprecation warning once per run, in the
+// first target that reports it: render notes it once per kustomization file, but a
+// base that many overlays share would repeat it in every one of their targets.
+// (kustomize itself prints it on stderr on every load; that happens in the render
+// process, whose stderr is not passed on.)
+func dedupeDeprecations(rep *diffing.Report) {
+	seen := map[string]bool{}
+	for i := range rep.Targets {
+		t := &rep.Targets[i]
+		t.Notes = slices.DeleteFunc(t.Notes, func(n string) bool {
+			if !strings.Contains(n, "' is deprecated. Please use '") {
+				return false
+			}
+			if seen[n] {
+				return true
+			}
+			seen[n] = true
+			return false
+		})
+	}
+}
 
 // hoistExpiredIgnores moves ignore-expired findings to the report level, once each:
 // the repo's ignore rules apply to every target, so each target reports the same

@@ -34,11 +34,9 @@ const usage = `usage:
 `
 
 func main() {
-	restore := dedupeStderr() // kustomize's deprecation warnings, once per run
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	restore()
 	os.Exit(code)
 }
 
