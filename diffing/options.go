@@ -31,6 +31,12 @@ type Options struct {
 	Policy        Policy
 	// Now is the time ignore-rule expiry is judged against.
 	Now time.Time
+	// Removal, when set, says that this PR deletes the controller object that
+	// deploys the target, and what that does to the objects ("Application
+	// `argocd/shop` is deleted by this PR, and Argo CD's resources finalizer
+	// deletes what it deployed"); head is then empty and Prune says whether the
+	// deletion cascades. It leads every prune and orphan message of the target.
+	Removal string
 }
 
 // DefaultOptions is prune on, manager "driftpreview", and the default policy.

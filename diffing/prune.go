@@ -33,7 +33,11 @@ func (d *differ) checkRemoved() {
 		}
 	}
 	slices.SortFunc(gone, render.ObjectKey.Compare)
-	renames := d.detectRenames(gone)
+	rotated := d.hashRotations(gone)
+	renames := d.detectRenames(slices.DeleteFunc(slices.Clone(gone), func(k render.ObjectKey) bool {
+		_, ok := rotated[k]
+		return ok
+	}), rotated)
 
 	for _, k := range gone {
 		var live *unstructured.Unstructured
@@ -64,10 +68,23 @@ func (d *differ) checkRemoved() {
 		if protect == "" {
 			protect = protection(live)
 		}
+		if newKey, ok := rotated[k]; ok {
+			d.hashRotation(k, newKey, protect)
+			if live != nil && d.opts.Prune && protect == "" {
+				c.LiveAction = ActionDeleted
+				c.LiveDiff, _, _ = d.objectDiff(k, live, nil, nil, nil)
+			} else if live != nil {
+				c.LiveAction = ActionUnchanged
+			}
+			continue
+		}
 		if !d.opts.Prune || protect != "" {
 			msg := "Removed from git, but prune is off: it keeps running unmanaged."
-			if d.opts.Prune {
+			switch {
+			case d.opts.Prune:
 				msg = fmt.Sprintf("Removed from git, but %s protects it from prune: it keeps running unmanaged.", protect)
+			case d.opts.Removal != "":
+				msg = d.opts.Removal + ": this object keeps running unmanaged."
 			}
 			d.add(Finding{Rule: RuleOrphan, Key: k, Message: msg})
 			if live != nil {
@@ -80,7 +97,10 @@ func (d *differ) checkRemoved() {
 			rule = RulePruneStateful
 		}
 		msg := fmt.Sprintf("Removed from git while prune is on: %s deletes it.", d.who())
-		if renamed {
+		switch {
+		case d.opts.Removal != "":
+			msg = d.opts.Removal + ": this object is deleted with it."
+		case renamed:
 			msg = fmt.Sprintf("Removed from git while prune is on: %s deletes it and creates %s in its place, so this is a delete and a create, not a move.",
 				d.who(), code(keyRef(newKey)))
 		}
@@ -309,6 +329,60 @@ func (d *differ) renameFinding(old, newKey render.ObjectKey, stateful bool) {
 	d.add(f)
 }
 
+// hashRotations pairs removed objects with created ones that are the same
+// kustomize configMapGenerator/secretGenerator output under a new content hash:
+// same kind and namespace, and the same name before the hash suffix the render step
+// marked (render.Object.HashSuffix). It never guesses from the name alone.
+func (d *differ) hashRotations(gone []render.ObjectKey) map[render.ObjectKey]render.ObjectKey {
+	stem := func(o *render.Object) (render.ObjectKey, bool) {
+		if o == nil || o.HashSuffix == "" || !strings.HasSuffix(o.Key.Name, "-"+o.HashSuffix) {
+			return render.ObjectKey{}, false
+		}
+		k := o.Key
+		k.Name = strings.TrimSuffix(k.Name, "-"+o.HashSuffix)
+		return k, true
+	}
+	created := map[render.ObjectKey]render.ObjectKey{} // stem → created key
+	for k, h := range d.head {
+		if _, inBase := d.base[k]; inBase {
+			continue
+		}
+		if s, ok := stem(h); ok {
+			created[s] = k
+		}
+	}
+	out := map[render.ObjectKey]render.ObjectKey{}
+	for _, k := range gone {
+		if s, ok := stem(d.base[k]); ok {
+			if n, ok := created[s]; ok {
+				out[k] = n
+			}
+		}
+	}
+	return out
+}
+
+// hashRotation reports a generated ConfigMap or Secret whose content hash changed.
+// kustomize names generator output "<name>-<hash of the content>" and rewrites every
+// reference in the build to the new name, so the workloads that use it roll to the
+// new object and nothing that kustomize built breaks: the old one is left to prune.
+func (d *differ) hashRotation(old, newKey render.ObjectKey, protect string) {
+	kind := "configMapGenerator"
+	if old.Kind == "Secret" {
+		kind = "secretGenerator"
+	}
+	after := fmt.Sprintf("%s deletes the old one", d.who())
+	switch {
+	case !d.opts.Prune:
+		after = "with prune off, the old one stays behind unmanaged"
+	case protect != "":
+		after = fmt.Sprintf("%s keeps the old one from prune, so it stays behind unmanaged", protect)
+	}
+	d.add(Finding{Rule: RuleHashRotation, Key: old, Message: fmt.Sprintf(
+		"Its content changed, so kustomize's %s names it %s now: kustomize rewrote every reference in this target to the new name, so the workloads that use it roll over to it and no reference breaks; %s.",
+		kind, code(keyRef(newKey)), after)})
+}
+
 // maxRenamePairs caps the pairs compared per kind; beyond it only pairs whose
 // names share a part are compared, so a huge PR stays fast.
 const maxRenamePairs = 2500
@@ -318,11 +392,16 @@ const maxRenamePairs = 2500
 const renameThreshold = 0.9
 
 // detectRenames pairs removed keys with created keys of the same kind whose
-// content, without names and with references renamed alike, is near-equal.
-func (d *differ) detectRenames(gone []render.ObjectKey) map[render.ObjectKey]render.ObjectKey {
+// content, without names and with references renamed alike, is near-equal. The
+// new names of hash rotations are not candidates.
+func (d *differ) detectRenames(gone []render.ObjectKey, rotated map[render.ObjectKey]render.ObjectKey) map[render.ObjectKey]render.ObjectKey {
+	taken := map[render.ObjectKey]bool{}
+	for _, n := range rotated {
+		taken[n] = true
+	}
 	created := map[schema.GroupKind][]render.ObjectKey{}
 	for k := range d.head {
-		if _, ok := d.base[k]; !ok {
+		if _, ok := d.base[k]; !ok && !taken[k] {
 			created[k.GroupKind()] = append(created[k.GroupKind()], k)
 		}
 	}

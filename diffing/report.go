@@ -91,6 +91,9 @@ const (
 	// RuleApplyError is an admission or validation rejection of a head object that
 	// is not about an immutable field: the sync fails until the manifest is fixed.
 	RuleApplyError Rule = "apply-error"
+	// RuleHashRotation is a kustomize generator's ConfigMap or Secret under a new
+	// content-hash name: kustomize rewrites the references, so nothing breaks.
+	RuleHashRotation Rule = "hash-rotation"
 )
 
 // DefaultSeverity is each rule's severity before policy.severity overrides it.
@@ -101,6 +104,7 @@ var DefaultSeverity = map[Rule]Severity{
 	RuleDataLoss:          SeverityError,
 	RuleOrphan:            SeverityInfo,
 	RuleRename:            SeverityWarning, // error when the kind is stateful
+	RuleHashRotation:      SeverityInfo,
 	RuleStatefulChange:    SeverityWarning,
 	RuleImmutableField:    SeverityError,
 	RuleFieldConflict:     SeverityWarning,
@@ -192,6 +196,14 @@ type Controller struct {
 	SelfHeal  bool   `json:"selfHeal"`
 	Suspended bool   `json:"suspended,omitempty"`
 	Replace   bool   `json:"replace,omitempty"`
+	// Deleted is true when this PR deletes the controller object: base declares
+	// it and head does not. What it deployed goes with it when the deletion
+	// cascades (see Finalizer), and stays unmanaged otherwise.
+	Deleted bool `json:"deleted,omitempty"`
+	// Finalizer is true when the Argo CD Application carries Argo CD's resources
+	// finalizer (resources-finalizer.argocd.argoproj.io), which makes deleting the
+	// Application delete everything it deployed.
+	Finalizer bool `json:"-"`
 }
 
 // TargetReport is everything found for one target.

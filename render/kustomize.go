@@ -11,9 +11,11 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/hasher"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -82,7 +84,9 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 	}
 	set := ObjectSet{Notes: append(slices.Clone(fsys.notes), notes...)}
 	for _, o := range objs {
-		o.Source = originOf(o.Object, kustFile)
+		var generator string
+		o.Source, generator = originOf(o.Object, kustFile)
+		o.HashSuffix = generatedHash(o.Object, generator)
 		set.Objects = append(set.Objects, o.Object)
 	}
 	return set, nil
@@ -140,12 +144,13 @@ func generateKustomization(ctx context.Context, sb *sandbox, dir string) ([]byte
 }
 
 // originOf reads (and removes) kustomize's origin annotation: the file a resource
-// came from, or the kustomization whose generator made it.
-func originOf(o Object, fallback string) string {
+// came from, or the kustomization whose generator made it, and the kind of that
+// generator (ConfigMapGenerator, SecretGenerator) when one made it.
+func originOf(o Object, fallback string) (source, generator string) {
 	ann := o.Obj.GetAnnotations()
 	raw, ok := ann[originAnnotation]
 	if !ok {
-		return fallback
+		return fallback, ""
 	}
 	delete(ann, originAnnotation)
 	if len(ann) == 0 {
@@ -155,22 +160,58 @@ func originOf(o Object, fallback string) string {
 	var origin struct {
 		Path         string `json:"path"`
 		ConfiguredIn string `json:"configuredIn"`
-		Repo         string `json:"repo"`
+		ConfiguredBy struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		} `json:"configuredBy"`
+		Repo string `json:"repo"`
 	}
 	if err := sigsyaml.Unmarshal([]byte(raw), &origin); err != nil || origin.Repo != "" {
-		return fallback
+		return fallback, ""
+	}
+	if origin.ConfiguredBy.APIVersion == "builtin" {
+		generator = origin.ConfiguredBy.Kind
 	}
 	p := origin.Path
 	if p == "" {
 		p = origin.ConfiguredIn
 	}
 	if p == "" {
-		return fallback
+		return fallback, generator
 	}
 	if r, ok := rel(path.Join(wrapperDir, p)); ok {
-		return r
+		return r, generator
 	}
-	return fallback
+	return fallback, generator
+}
+
+// generatedHash is the hash suffix kustomize's ConfigMapGenerator or
+// SecretGenerator appended to o's name, or "" when it appended none
+// (disableNameSuffixHash) or o is not generated. kustomize's HashTransformer runs
+// last, at the top kustomization, and appends "-" + hasher.Hash(object) to the
+// name the object has by then; the suffix counts only when kustomize's own hasher,
+// run again on the object with that name, gives the same hash.
+func generatedHash(o Object, generator string) string {
+	if generator != "ConfigMapGenerator" && generator != "SecretGenerator" {
+		return ""
+	}
+	name := o.Obj.GetName()
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return ""
+	}
+	stem, suffix := name[:i], name[i+1:]
+	c := o.Obj.DeepCopy()
+	c.SetName(stem)
+	node, err := kyaml.FromMap(c.Object)
+	if err != nil {
+		return ""
+	}
+	h, err := (&hasher.Hasher{}).Hash(node)
+	if err != nil || h != suffix {
+		return ""
+	}
+	return suffix
 }
 
 // wrapperKustomization builds the generated kustomization that points at the target

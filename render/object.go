@@ -58,6 +58,11 @@ type Object struct {
 	// Source is the file (relative to the checkout root), or chart/template, that
 	// produced the object.
 	Source string
+	// HashSuffix is the content hash that kustomize's configMapGenerator or
+	// secretGenerator appended to the object's name ("<name>-<hash>"); empty for
+	// every other object. kustomize rewrites every reference to a generated name,
+	// so a new hash is not a rename whose references break.
+	HashSuffix string `json:"hashSuffix,omitempty"`
 }
 
 // ObjectSet is everything one target renders to, sorted by key.

@@ -56,6 +56,9 @@ type Result struct {
 	NotRendered []config.Target
 	// Notes are remarks about discovery as a whole, for the report.
 	Notes []string
+	// Incomplete is true when a target could not be rendered to look for nested
+	// controller objects, so an object missing from Targets may still exist.
+	Incomplete bool
 }
 
 // The API groups discovery reads, the namespaces controllers default to, and the
@@ -158,6 +161,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		}
 		if depth >= opts.MaxDepth {
 			res.Notes = append(res.Notes, fmt.Sprintf("stopped looking for nested GitOps objects after %d levels of rendering; targets %s were not searched", opts.MaxDepth, targetNames(todo)))
+			res.Incomplete = true
 			break
 		}
 		added := 0
@@ -202,6 +206,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	for _, t := range b.targets {
 		if n, ok := failed[renderKey(t)]; ok {
 			res.Notes = append(res.Notes, n)
+			res.Incomplete = true
 		}
 	}
 	for _, t := range roots {

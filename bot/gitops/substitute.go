@@ -53,7 +53,7 @@ func Substitute(set render.ObjectSet, vars map[string]string) (render.ObjectSet,
 			errs = append(errs, &render.Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: the result is not a valid object; check the variables it uses for characters such as ':' or newlines", o.Key)})
 			continue
 		}
-		out.Objects = append(out.Objects, render.Object{Key: render.KeyOf(u), Obj: u, Source: o.Source})
+		out.Objects = append(out.Objects, render.Object{Key: render.KeyOf(u), Obj: u, Source: o.Source, HashSuffix: o.HashSuffix})
 	}
 	if len(errs) > 0 {
 		return render.ObjectSet{}, errors.Join(errs...)

@@ -177,6 +177,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		return nil, err
 	}
 	rep.Notes = append(rep.Notes, notes...)
+	createdByMerge(rep)
 	hoistExpiredIgnores(rep)
 	dedupeDeprecations(rep)
 	diffing.Finish(rep, cfg.Policy)
@@ -244,11 +245,16 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	in := diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}
 	var baseNote, headNote string
 	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.baseDir, t)
-	ht := t
-	if h := t.HeadSide; h != nil {
-		ht.Path, ht.Render, ht.Substitute = h.Path, h.Render, h.Substitute
+	if t.Controller != nil && t.Controller.Deleted {
+		// Nothing deploys the target after the merge: head is empty.
+		opts.Removal, opts.Prune = removal(t.Controller)
+	} else {
+		ht := t
+		if h := t.HeadSide; h != nil {
+			ht.Path, ht.Render, ht.Substitute = h.Path, h.Render, h.Substitute
+		}
+		in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, ht)
 	}
-	in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, ht)
 	if reason, ok := unavailable(in.HeadErr, in.BaseErr); ok {
 		// The controller can render it (it fetches what is missing), this
 		// preview cannot: listed as not rendered, never a render error.
@@ -280,8 +286,10 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	}
 	var lr liveRead
 	if cl != nil && in.HeadErr == nil {
-		lr = p.live(ctx, cl, t, in, opts)
+		lr = p.live(ctx, cl, t, &in, opts)
 		in.Live = lr.state
+	} else {
+		identify(&in, t, nil)
 	}
 	tr := diffing.Diff(in, opts)
 	p.markPreExisting(ctx, &tr, in, opts, lr)
@@ -319,14 +327,21 @@ type liveRead struct {
 // live reads the target's live state: its GitOps controller object first (the exact
 // prune scope and the live sync policy), then the objects. Any read that fails makes
 // the whole live side unavailable rather than partial.
-func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in diffing.Input, opts diffing.Options) liveRead {
+func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *diffing.Input, opts diffing.Options) liveRead {
 	unavailable := func(err error) liveRead {
 		return liveRead{state: &diffing.LiveState{Mode: cl.LiveMode, Cluster: cl.Name, Err: err}}
 	}
 	reader, err := p.reader(cl)
 	if err != nil {
+		identify(in, t, nil)
 		return unavailable(err)
 	}
+	scope, err := reader.Scope(ctx)
+	if err != nil {
+		identify(in, t, nil)
+		return unavailable(fmt.Errorf("reading cluster %s: %w", cl.Name, err))
+	}
+	identify(in, t, scope)
 	lo := live.DefaultOptions()
 	lo.Mode = cl.LiveMode
 	lo.Manager = opts.Manager
@@ -345,7 +360,9 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in di
 				return unavailable(fmt.Errorf("reading %s %s on cluster %s: %w", t.Controller.Kind, t.Controller.Name, ctrlCluster.Name, err))
 			}
 			st.Cluster = ctrlCluster.Name
-			findings = controller.Findings(*t.Controller, st)
+			if !t.Controller.Deleted {
+				findings = controller.Findings(*t.Controller, st)
+			}
 			lo.Inventory = st.Inventory
 			argo = st.Argo
 		}
@@ -403,6 +420,14 @@ func sameObjects(a, b render.ObjectSet) bool {
 		}
 	}
 	return true
+}
+
+// identify names base and head objects where they live (diffing.Identity): the one
+// step before base, head and live are matched by key. scope is the cluster's
+// discovery when live comparison is on.
+func identify(in *diffing.Input, t config.Target, scope diffing.ScopeFunc) {
+	sets := diffing.Identity{Namespace: t.Namespace, Scope: scope}.Apply(in.Base, in.Head)
+	in.Base, in.Head = sets[0], sets[1]
 }
 
 // controllerCluster is where the target's GitOps controller object lives. Flux

@@ -32,6 +32,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	var notes []string
 	seen := map[string]bool{}
 	at := map[string]int{}
+	var atHead *gitops.Result
 	// Base first: when both sides declare a target, the base (trusted) wins; the
 	// head side is still rendered as the head declares it (HeadSide).
 	for _, dir := range []string{baseDir, headDir} {
@@ -48,6 +49,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		}
 		if dir == headDir {
 			notes = append(notes, res.Notes...)
+			atHead = res
 		}
 		for _, t := range append(res.Targets, res.NotRendered...) {
 			// Targets of different clusters may share a name (Kustomization
@@ -69,6 +71,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		}
 	}
 	if len(targets) > 0 {
+		markDeleted(targets, atHead)
 		return targets, notes, atBase, nil // discovery's order: rendered targets, then the rest
 	}
 	notes = nil
