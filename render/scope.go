@@ -41,6 +41,7 @@ var clusterScoped = map[schema.GroupKind]bool{
 	{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}:       true,
 	{Group: "resource.k8s.io", Kind: "DeviceClass"}:                                   true,
 	{Group: "resource.k8s.io", Kind: "ResourceSlice"}:                                 true,
+	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:                               true,
 	{Group: "authentication.k8s.io", Kind: "TokenReview"}:                             true,
 	{Group: "authentication.k8s.io", Kind: "SelfSubjectReview"}:                       true,
 	{Group: "authorization.k8s.io", Kind: "SubjectAccessReview"}:                      true,

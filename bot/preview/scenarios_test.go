@@ -88,6 +88,11 @@ var must = map[string]struct {
 		"live-drift ConfigMap/s16/flags /data/LOG_LEVEL kubectl-edit",
 	}, false},
 	"17-nothing-rendered": {[]string{"render-error"}, false},
+	// The PR adds namespace: {{ .Release.Namespace }} to every template of a
+	// release installed in default: the same objects, so nothing at all.
+	"18-namespace-field": {nil, false},
+	// A configMapGenerator literal changes: a new hash name, references follow.
+	"19-generator-hash-rotation": {[]string{"hash-rotation ConfigMap/s19/settings-6762bb9f2h"}, false},
 }
 
 // mustPreExisting lists, per scenario, findings ("rule key path manager" patterns)
