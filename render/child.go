@@ -62,9 +62,11 @@ type childResult struct {
 }
 
 type childObject struct {
-	Key    ObjectKey      `json:"key"`
-	Source string         `json:"source"`
-	Obj    map[string]any `json:"obj"`
+	Key    ObjectKey `json:"key"`
+	Source string    `json:"source"`
+	// HashSuffix is Object.HashSuffix, the generator hash mark of the render.
+	HashSuffix string         `json:"hashSuffix,omitempty"`
+	Obj        map[string]any `json:"obj"`
 }
 
 type childError struct {
@@ -104,7 +106,7 @@ func childMain(in io.Reader, out io.Writer) int {
 		res.Notes = set.Notes
 		res.Objects = make([]childObject, len(set.Objects))
 		for i, o := range set.Objects {
-			res.Objects[i] = childObject{Key: o.Key, Source: o.Source, Obj: o.Obj.Object}
+			res.Objects[i] = childObject{Key: o.Key, Source: o.Source, HashSuffix: o.HashSuffix, Obj: o.Obj.Object}
 		}
 	}
 	w := bufio.NewWriterSize(out, 1<<16)
@@ -230,7 +232,7 @@ func (res childResult) set() (ObjectSet, error) {
 	set := ObjectSet{Notes: res.Notes, Objects: make([]Object, len(res.Objects))}
 	for i, o := range res.Objects {
 		obj, _ := numbers(o.Obj).(map[string]any)
-		set.Objects[i] = Object{Key: o.Key, Source: o.Source, Obj: &unstructured.Unstructured{Object: obj}}
+		set.Objects[i] = Object{Key: o.Key, Source: o.Source, HashSuffix: o.HashSuffix, Obj: &unstructured.Unstructured{Object: obj}}
 	}
 	return set, nil
 }
