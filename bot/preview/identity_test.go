@@ -34,10 +34,10 @@ func TestNamespaceFieldIsSameObject(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr := targetNamed(t, rep, "web")
-		want := map[string]bool{"ConfigMap/default/s16-settings": true, "ClusterRole/s16-reader": true}
+		want := map[string]bool{"ConfigMap/default/s18-settings": true, "ClusterRole/s18-reader": true}
 		for _, c := range tr.Changes {
 			if !want[c.Key.String()] || c.Action != diffing.ActionUnchanged {
-				t.Errorf("live %v: %s is %s; want only ConfigMap/default/s16-settings and ClusterRole/s16-reader, unchanged", live, c.Key, c.Action)
+				t.Errorf("live %v: %s is %s; want only ConfigMap/default/s18-settings and ClusterRole/s18-reader, unchanged", live, c.Key, c.Action)
 			}
 			if live && c.LiveAction != diffing.ActionUnchanged {
 				t.Errorf("live: %s live action %s, want unchanged", c.Key, c.LiveAction)
