@@ -80,7 +80,9 @@ func TestDiffControllerRemoval(t *testing.T) {
 		{
 			name: "cascading delete",
 			in:   func(t *testing.T) Input { return Input{Base: set(t, cm)} },
-			opts: func(o *Options) { o.Removal = "Application `argocd/shop` is deleted by this PR, and Argo CD's resources finalizer deletes what it deployed" },
+			opts: func(o *Options) {
+				o.Removal = "Application `argocd/shop` is deleted by this PR, and Argo CD's resources finalizer deletes what it deployed"
+			},
 			want: []string{"warning prune ConfigMap/shop/settings"},
 			check: func(t *testing.T, got TargetReport) {
 				if m := got.Findings[0].Message; !strings.HasPrefix(m, "Application `argocd/shop` is deleted by this PR") || !strings.HasSuffix(m, "this object is deleted with it.") {
