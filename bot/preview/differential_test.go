@@ -197,6 +197,11 @@ func previewScenario(t *testing.T, dir, mode string) *diffing.Report {
 			}
 			seed(ctx, t, dir, s)
 		}
+		// Some scenarios install objects the apiserver loads asynchronously (an
+		// admission policy): wait until they take effect, as TestDryRunScenarios does.
+		if sc, ok := dryRunScenarios[filepath.Base(dir)]; ok && sc.ready != nil {
+			sc.ready(t)
+		}
 	}
 	req.DefaultCluster = &Cluster{Name: "test", Config: cfg, LiveMode: mode}
 	rep, err := Run(ctx, req)
