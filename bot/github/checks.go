@@ -84,9 +84,12 @@ func (c *Client) SetStatus(ctx context.Context, pr bot.PR, s bot.Status) error {
 func (c *Client) pendingRun(ctx context.Context, in *installation, owner, name, sha string) (int64, error) {
 	opts := &gh.ListCheckRunsOptions{
 		CheckName:   gh.String(c.opts.CheckName),
-		AppID:       gh.Int64(c.opts.AppID),
 		Filter:      gh.String("latest"),
 		ListOptions: gh.ListOptions{PerPage: 100},
+	}
+	if c.opts.AppID > 0 {
+		// A Token client does not know its App (GitHub Actions'); the name decides.
+		opts.AppID = gh.Int64(c.opts.AppID)
 	}
 	res, _, err := in.api.Checks.ListCheckRunsForRef(ctx, owner, name, sha, opts)
 	if err != nil {

@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -27,12 +28,17 @@ const MaxCommentLength = 65536
 // text.
 const maxCheckOutput = 65535
 
-// Options configure a Client. PrivateKey and WebhookSecret are secrets: they are
-// never logged and never appear in errors (String redacts them).
+// Options configure a Client. PrivateKey, Token and WebhookSecret are secrets: they
+// are never logged and never appear in errors (String redacts them).
 type Options struct {
 	// AppID and PrivateKey (PEM) identify the GitHub App.
 	AppID      int64
 	PrivateKey []byte
+	// Token, instead of an App, is a fixed token every call sends: GitHub Actions'
+	// GITHUB_TOKEN or a personal access token (`driftpreview comment`). A token
+	// client serves no webhooks (its webhook secret is random, so no delivery ever
+	// verifies) and ignores InstallationID.
+	Token string
 	// WebhookSecret verifies X-Hub-Signature-256; New refuses an empty one.
 	WebhookSecret []byte
 	// APIURL is the REST API root: https://api.github.com/ or, for GitHub Enterprise
@@ -72,7 +78,7 @@ func DefaultOptions() Options {
 // String describes the options without the private key or webhook secret, so an
 // Options value that ends up in a log or error leaks nothing.
 func (o Options) String() string {
-	return fmt.Sprintf("github.Options{AppID:%d APIURL:%q WebURL:%q PrivateKey:[redacted] WebhookSecret:[redacted]}", o.AppID, o.APIURL, o.WebURL)
+	return fmt.Sprintf("github.Options{AppID:%d APIURL:%q WebURL:%q PrivateKey:[redacted] Token:[redacted] WebhookSecret:[redacted]}", o.AppID, o.APIURL, o.WebURL)
 }
 
 // GoString is String, so %#v redacts too.
@@ -89,6 +95,8 @@ type Client struct {
 	mu    sync.Mutex
 	insts map[int64]*installation
 	prMu  keylock.Locks
+	// fixed is the one client of a Token client; nil for an App.
+	fixed *installation
 }
 
 // installation is the cached client of one installation: its token transport
@@ -113,6 +121,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = def.Now
+	}
+	if opts.Token != "" {
+		return newToken(opts)
 	}
 	if len(opts.WebhookSecret) == 0 {
 		return nil, errors.New("configuring github: webhook secret is empty; set one in the App settings and the server config")
@@ -152,8 +163,56 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// install returns the cached client of installation id.
+// newToken builds a client that sends opts.Token on every call.
+func newToken(opts Options) (*Client, error) {
+	if opts.AppID != 0 || len(opts.PrivateKey) != 0 {
+		return nil, errors.New("configuring github: set either a token or an App ID and private key, not both")
+	}
+	api, err := url.Parse(opts.APIURL)
+	if err != nil || api.Scheme == "" || api.Host == "" {
+		return nil, fmt.Errorf("configuring github: API URL %q is not an absolute URL", opts.APIURL)
+	}
+	if !strings.HasSuffix(api.Path, "/") {
+		api.Path += "/"
+	}
+	// No delivery can be signed with a secret nobody knows.
+	opts.WebhookSecret = make([]byte, 32)
+	if _, err := rand.Read(opts.WebhookSecret); err != nil {
+		return nil, fmt.Errorf("configuring github: %w", err)
+	}
+	c := &Client{opts: opts, apiURL: api, insts: map[int64]*installation{}}
+	c.base, c.timeout = hostretry.ClientBase(opts.HTTPClient)
+	opts.Retry.HideWaitHeaders = true
+	c.opts.Retry = opts.Retry
+	in := &installation{}
+	auth := tokenAuth{token: opts.Token, next: hostretry.New(c.base, opts.Retry)}
+	hc := &http.Client{Transport: hostretry.SerialWrites(auth, &in.writeMu), Timeout: c.timeout}
+	in.api = gh.NewClient(hc)
+	in.api.BaseURL = c.apiURL
+	in.api.UploadURL = c.apiURL
+	c.fixed = in
+	return c, nil
+}
+
+// tokenAuth sends a fixed token as GitHub documents for GITHUB_TOKEN and personal
+// access tokens: "Authorization: Bearer TOKEN".
+type tokenAuth struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (t tokenAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	return t.next.RoundTrip(r)
+}
+
+// install returns the cached client of installation id (the one client of a Token
+// client, whatever id).
 func (c *Client) install(id int64) (*installation, error) {
+	if c.fixed != nil {
+		return c.fixed, nil
+	}
 	if id <= 0 {
 		return nil, errors.New("pull request has no GitHub App installation ID")
 	}
@@ -201,13 +260,15 @@ func (c *Client) CloneAuth(ctx context.Context, pr bot.PR) (string, http.Header,
 	if strings.HasPrefix(c.opts.WebURL, "file://") {
 		return cloneURL, nil, nil
 	}
-	in, err := c.install(pr.InstallationID)
-	if err != nil {
-		return "", nil, fmt.Errorf("clone credentials for %s#%d: %w", pr.Repo, pr.Number, err)
-	}
-	tok, err := in.tr.Token(ctx)
-	if err != nil {
-		return "", nil, fmt.Errorf("clone credentials for %s#%d: installation token: %w", pr.Repo, pr.Number, err)
+	tok := c.opts.Token
+	if tok == "" {
+		in, err := c.install(pr.InstallationID)
+		if err != nil {
+			return "", nil, fmt.Errorf("clone credentials for %s#%d: %w", pr.Repo, pr.Number, err)
+		}
+		if tok, err = in.tr.Token(ctx); err != nil {
+			return "", nil, fmt.Errorf("clone credentials for %s#%d: installation token: %w", pr.Repo, pr.Number, err)
+		}
 	}
 	h := http.Header{}
 	h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok)))
@@ -282,4 +343,17 @@ func prFrom(p *gh.PullRequest) bot.PR {
 		out.HeadRepo = headRepo
 	}
 	return out
+}
+
+// IsForbidden says whether err is GitHub's 403 on a write the token may not make,
+// as the read-only GITHUB_TOKEN of a pull_request run from a fork gets ("Resource
+// not accessible by integration"). Rate limits, also 403s, are not.
+func IsForbidden(err error) bool {
+	var er *gh.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil || er.Response.StatusCode != http.StatusForbidden {
+		return false
+	}
+	var rl *gh.RateLimitError
+	var ab *gh.AbuseRateLimitError
+	return !errors.As(err, &rl) && !errors.As(err, &ab)
 }

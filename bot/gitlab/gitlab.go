@@ -2,6 +2,7 @@ package gitlab
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -36,8 +37,13 @@ type Options struct {
 	URL string
 	// Token is a project, group or personal access token with the api scope.
 	Token string
-	// WebhookSecret is compared with X-Gitlab-Token; New refuses an empty one.
+	// WebhookSecret is compared with X-Gitlab-Token; New refuses an empty one
+	// unless PostOnly.
 	WebhookSecret []byte
+	// PostOnly is a client that only posts (`driftpreview comment` in a GitLab CI
+	// job) and serves no webhooks: its webhook secret is random, so no delivery
+	// ever verifies.
+	PostOnly bool
 	// HTTPClient supplies the base transport and timeout; nil means
 	// http.DefaultTransport and a 30 s timeout.
 	HTTPClient *http.Client
@@ -82,6 +88,12 @@ func New(opts Options) (*Client, error) {
 		opts.StatusName = def.StatusName
 	}
 	opts.URL = strings.TrimSuffix(opts.URL, "/")
+	if opts.PostOnly {
+		opts.WebhookSecret = make([]byte, 32)
+		if _, err := rand.Read(opts.WebhookSecret); err != nil {
+			return nil, fmt.Errorf("configuring gitlab: %w", err)
+		}
+	}
 	if len(opts.WebhookSecret) == 0 {
 		return nil, errors.New("configuring gitlab: webhook secret is empty; set a secret token on the webhook and in the server config")
 	}

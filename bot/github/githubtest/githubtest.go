@@ -82,6 +82,7 @@ type Server struct {
 	mu       sync.Mutex
 	hook     func(method, path string)
 	tokens   map[string]int64 // token → installation
+	readOnly map[string]bool  // tokens that may only read
 	nextID   int64
 	comments []*Comment
 	runs     []*CheckRun
@@ -118,6 +119,7 @@ func New(t testing.TB) *Server {
 		KeyPEM:   pemBytes,
 		BotLogin: "driftpreview[bot]",
 		tokens:   map[string]int64{},
+		readOnly: map[string]bool{},
 		nextID:   1000,
 		perms:    map[string]string{},
 		pulls:    map[string]PullRequest{},
@@ -178,6 +180,17 @@ func (s *Server) Tokens() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// AddToken makes the fake accept a fixed token, as GitHub Actions' GITHUB_TOKEN or
+// a personal access token. A readOnly token (the GITHUB_TOKEN of a pull_request run
+// from a fork) reads, and every write is answered 403 "Resource not accessible by
+// integration", as GitHub does.
+func (s *Server) AddToken(token string, readOnly bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens[token] = 0
+	s.readOnly[token] = readOnly
 }
 
 // Comments returns the comments on repo#number, oldest first.
@@ -360,6 +373,13 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if _, known := s.tokens[tok]; !ok || !known {
 		s.rec.Unauthorized(w, r, "without a valid installation token", "Bad credentials")
+		return false
+	}
+	if s.readOnly[tok] && r.Method != http.MethodGet {
+		s.rec.JSON(w, http.StatusForbidden, map[string]string{
+			"message":           "Resource not accessible by integration",
+			"documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment",
+		})
 		return false
 	}
 	return true

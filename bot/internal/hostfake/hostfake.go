@@ -20,6 +20,9 @@ type Call struct {
 	Path   string
 	Query  string
 	Body   string
+	// Header is the request's header (nil when it had none), so tests can assert
+	// what a client sends, e.g. how it authenticates.
+	Header http.Header
 }
 
 // Options say how a fake host answers what Recorder answers for it.
@@ -93,7 +96,11 @@ func (f *Recorder) FailNextBody(method, path string, n, status int, header http.
 func (f *Recorder) Record(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body)})
+	var h http.Header
+	if len(r.Header) > 0 {
+		h = r.Header.Clone()
+	}
+	f.calls = append(f.calls, Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body), Header: h})
 	for _, fl := range f.fails {
 		if fl.n > 0 && (fl.method == "" || fl.method == r.Method) && fl.path == r.URL.Path {
 			fl.n--
