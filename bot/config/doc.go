@@ -10,7 +10,6 @@
 // returned, each as an *Error naming the file, line and field, which the bot shows as
 // a config-error finding. Schema is the same contract as a JSON Schema for editors.
 //
-// With no config file (or one without targets) the bot discovers targets (Discover)
-// from the paths a pull request changes: kustomizations, Helm charts and directories
-// of plain manifests, following kustomize bases up to the overlays that deploy them.
+// With no config file (or one without targets) the bot discovers targets instead
+// (package bot/discover).
 package config

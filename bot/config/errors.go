@@ -73,6 +73,10 @@ func joinErrors(errs []*Error) error {
 	return errors.Join(all...)
 }
 
+// Display quotes a user-written value (a path, a name) for an error message the
+// way config errors do, hiding anything that looks like a credential.
+func Display(s string) string { return display(s) }
+
 // display quotes a user-written value for an error message, unless it looks like a
 // credential: config errors end up in PR comments, so a pasted token must not.
 func display(s string) string {

@@ -31,7 +31,7 @@ func TestDiffOptions(t *testing.T) {
 			name: "global and target settings merge",
 			cfg:  cfg,
 			target: func() Target {
-				t := newTarget("apps/web")
+				t := NewTarget("apps/web")
 				t.Sync = Sync{Prune: false, Replace: true, Manager: "kustomize-controller"}
 				t.Ignore = []diffing.IgnoreRule{local}
 				return t
@@ -45,7 +45,7 @@ func TestDiffOptions(t *testing.T) {
 		{
 			name:   "defaults from a parsed target",
 			cfg:    cfg,
-			target: newTarget("apps/web"),
+			target: NewTarget("apps/web"),
 			want: diffing.Options{
 				Prune: true, Manager: DefaultManager,
 				StatefulKinds: cfg.StatefulKinds, HumanManagers: cfg.HumanManagers,
@@ -68,7 +68,7 @@ func TestDiffOptions(t *testing.T) {
 	}
 
 	// The options are the caller's to change: the config must not change with them.
-	o := cfg.DiffOptions(newTarget("a"), now)
+	o := cfg.DiffOptions(NewTarget("a"), now)
 	o.Ignore[0].Reason = "changed"
 	o.Policy.Severity[diffing.RuleOrphan] = diffing.SeverityError
 	o.HumanManagers[0] = "changed"

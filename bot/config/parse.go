@@ -439,16 +439,16 @@ func (p *parser) repoPath(n *yaml.Node, field string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if reason := badRepoPath(s); reason != "" {
+	if reason := BadRepoPath(s); reason != "" {
 		p.fail(n, field, "%s %s", display(s), reason)
 		return "", false
 	}
 	return s, true
 }
 
-// badRepoPath says why s is not a clean, relative, slash-separated path inside the
+// BadRepoPath says why s is not a clean, relative, slash-separated path inside the
 // repository, or returns "".
-func badRepoPath(s string) string {
+func BadRepoPath(s string) string {
 	switch {
 	case strings.HasPrefix(s, "/"):
 		return "is absolute; write it relative to the repository root"

@@ -337,12 +337,12 @@ func TestParseDefaults(t *testing.T) {
 		{"only comments", "# nothing yet\n", &Config{Version: 1, Discovered: true}},
 		{"no targets", "version: 1\nhumanManagers: [lens]\n", &Config{Version: 1, Discovered: true, HumanManagers: []string{"lens"}}},
 		{"empty targets", "version: 1\ntargets: []\n", &Config{Version: 1, Discovered: true}},
-		{"target defaults", "version: 1\ntargets:\n  - path: apps/web\n", &Config{Version: 1, Targets: []Target{newTarget("apps/web")}}},
-		{"repository root", "version: 1\ntargets:\n  - {name: all, path: .}\n", &Config{Version: 1, Targets: []Target{func() Target { t := newTarget("."); t.Name = "all"; return t }()}}},
+		{"target defaults", "version: 1\ntargets:\n  - path: apps/web\n", &Config{Version: 1, Targets: []Target{NewTarget("apps/web")}}},
+		{"repository root", "version: 1\ntargets:\n  - {name: all, path: .}\n", &Config{Version: 1, Targets: []Target{func() Target { t := NewTarget("."); t.Name = "all"; return t }()}}},
 		{"anchors and merge keys", "version: 1\ntargets:\n  - {path: a, sync: &s {prune: false, manager: flux}}\n  - path: b\n    sync: {<<: *s, manager: argo}\n",
 			&Config{Version: 1, Targets: []Target{
-				func() Target { t := newTarget("a"); t.Sync = Sync{Manager: "flux"}; return t }(),
-				func() Target { t := newTarget("b"); t.Sync = Sync{Manager: "argo"}; return t }(),
+				func() Target { t := NewTarget("a"); t.Sync = Sync{Manager: "flux"}; return t }(),
+				func() Target { t := NewTarget("b"); t.Sync = Sync{Manager: "argo"}; return t }(),
 			}}},
 	}
 	for _, tt := range tests {
@@ -375,7 +375,7 @@ func TestLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(&Config{Version: 1, Targets: []Target{newTarget("apps/web")}}, got); diff != "" {
+		if diff := cmp.Diff(&Config{Version: 1, Targets: []Target{NewTarget("apps/web")}}, got); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})

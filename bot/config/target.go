@@ -14,9 +14,9 @@ import (
 	"github.com/driftpreview/driftpreview/render"
 )
 
-// newTarget gives the defaults of a target: render.DefaultOptions, prune on, and the
+// NewTarget gives the defaults of a target: render.DefaultOptions, prune on, and the
 // DefaultManager field manager.
-func newTarget(p string) Target {
+func NewTarget(p string) Target {
 	return Target{Name: p, Path: p, Render: render.DefaultOptions(), Sync: Sync{Prune: true, Manager: DefaultManager}}
 }
 
@@ -24,7 +24,7 @@ func newTarget(p string) Target {
 // the entry when the name defaults to the path) for duplicate-name errors.
 func (p *parser) target(n *yaml.Node, field string) (Target, int, bool) {
 	before := len(p.errs)
-	t := newTarget("")
+	t := NewTarget("")
 	var name string
 	nameLine := n.Line
 	var valuesFiles []*yaml.Node
@@ -139,7 +139,7 @@ func (p *parser) target(n *yaml.Node, field string) (Target, int, bool) {
 			continue
 		}
 		joined := path.Join(t.Path, s)
-		if t.Path != "" && badRepoPath(joined) != "" {
+		if t.Path != "" && BadRepoPath(joined) != "" {
 			p.fail(v, f, "%s leaves the repository (it resolves to %s)", display(s), display(joined))
 			continue
 		}

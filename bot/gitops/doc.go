@@ -3,8 +3,8 @@
 // real Argo CD or Flux repo.
 //
 // It sits at the start of the pipeline, in the bot: when the repo config has no
-// targets, the bot calls Discover on the base checkout and gets config.Targets as if a
-// maintainer had written them. Discover reads Argo CD Applications and
+// targets, bot/discover calls Discover on the base and the head checkout and gets
+// config.Targets as if a maintainer had written them. Discover reads Argo CD Applications and
 // ApplicationSets, and Flux GitRepositories, Kustomizations and HelmReleases, from the
 // repository's YAML files and from what other targets render to (app-of-apps, a Flux
 // cluster directory that applies further Kustomizations), up to a fixed point.

@@ -6,52 +6,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/driftpreview/driftpreview/bot/config"
-	"github.com/driftpreview/driftpreview/bot/gitops"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
 )
-
-// markDeleted marks the discovered targets whose controller object (Application,
-// Kustomization, HelmRelease) base declares and head does not: the PR deletes it,
-// and with it, when the deletion cascades, everything it deployed. Nothing is
-// marked when head's discovery could not search everywhere (a parent that does
-// not render), since the object may then still be declared.
-func markDeleted(targets []config.Target, head *gitops.Result) {
-	if head == nil || head.Incomplete {
-		return
-	}
-	declared := map[string]bool{}
-	for _, t := range append(slices.Clone(head.Targets), head.NotRendered...) {
-		if t.Controller != nil {
-			declared[controllerID(t)] = true
-		}
-	}
-	for i, t := range targets {
-		c := t.Controller
-		if c == nil || t.Skip != "" || declared[controllerID(t)] {
-			continue
-		}
-		switch c.Kind {
-		case "Application", "Kustomization", "HelmRelease":
-			cc := *c
-			cc.Deleted = true
-			targets[i].Controller = &cc
-		}
-	}
-}
-
-// controllerID names a controller object across base and head: an Application by
-// its own name (a new destination is not a deletion), a Flux object also by the
-// cluster whose directory applies it.
-func controllerID(t config.Target) string {
-	c := t.Controller
-	id := c.Kind + "/" + c.Namespace + "/" + c.Name
-	if c.Kind != "Application" {
-		id += "@" + t.Cluster
-	}
-	return id
-}
 
 // removal says what deleting the target's controller object does to what it
 // deployed, following each controller's documented delete behaviour: Argo CD

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/bot/discover"
 	"github.com/driftpreview/driftpreview/bot/gitops"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/diffing/live"
@@ -234,7 +235,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	opts := p.cfg.DiffOptions(t, p.req.Now)
 	if t.Skip != "" {
 		findings := slices.Clone(t.Findings)
-		if p.atBase[targetKey(t)] {
+		if p.atBase[discover.Key(t)] {
 			// Listed as not rendered at base already: not this PR's doing.
 			diffing.MarkAllPreExisting(findings)
 		}
@@ -263,7 +264,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 			key = render.ObjectKey{Group: controllerGroups[c.Kind], Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
 		}
 		discovered := slices.Clone(t.Findings)
-		if p.atBase[targetKey(t)] {
+		if p.atBase[discover.Key(t)] {
 			diffing.MarkAllPreExisting(discovered)
 		}
 		_, atBase := unavailable(in.BaseErr) // the base cannot be rendered either
@@ -298,7 +299,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	// base declares it (base wins in discovery), so they hold at base too.
 	discovered := slices.Clone(t.Findings)
 	ctrlFindings := lr.findings
-	if p.atBase[targetKey(t)] {
+	if p.atBase[discover.Key(t)] {
 		diffing.MarkAllPreExisting(discovered)
 		diffing.MarkAllPreExisting(ctrlFindings)
 	}

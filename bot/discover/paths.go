@@ -1,4 +1,4 @@
-package config
+package discover
 
 import (
 	"bufio"
@@ -13,11 +13,13 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/driftpreview/driftpreview/bot/config"
 )
 
-// DiscoverOptions bounds and steers auto-discovery, which reads an untrusted
+// PathOptions bounds and steers discovery by paths, which reads an untrusted
 // checkout.
-type DiscoverOptions struct {
+type PathOptions struct {
 	// SkipDirs are directory names never entered, wherever they occur.
 	SkipDirs []string
 	// SkipHidden skips directories whose name starts with a dot (.git, .github…).
@@ -30,10 +32,10 @@ type DiscoverOptions struct {
 	MaxFileBytes int64
 }
 
-// DefaultDiscoverOptions skips .git, node_modules, testdata, vendor and hidden
+// DefaultPathOptions skips .git, node_modules, testdata, vendor and hidden
 // directories, and stops after 200 000 entries or at files over 1 MiB.
-func DefaultDiscoverOptions() DiscoverOptions {
-	return DiscoverOptions{
+func DefaultPathOptions() PathOptions {
+	return PathOptions{
 		SkipDirs:     []string{".git", "node_modules", "testdata", "vendor"},
 		SkipHidden:   true,
 		MaxFiles:     200_000,
@@ -44,7 +46,8 @@ func DefaultDiscoverOptions() DiscoverOptions {
 // kustomizationNames are the file names kustomize accepts, in its order.
 var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
-// Discover finds the targets to preview when the repository has no config. A target
+// FromPaths finds the targets to preview when the repository has no config and
+// declares no GitOps controller objects. A target
 // is a directory that renders on its own: a kustomization, a Helm chart (Chart.yaml),
 // or a directory of plain manifests (YAML or JSON files with apiVersion and kind).
 //
@@ -59,13 +62,13 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 // deploy. A base/ directory that no kustomization is seen referencing is treated as
 // used by its sibling overlays/* and environments/* kustomizations.
 //
-// Discover only inspects files; it never renders. It reads through an os.Root, so a
+// FromPaths only inspects files; it never renders. It reads through an os.Root, so a
 // symlink that leads out of root is never followed, and it does not enter symlinked
 // directories at all. Targets are sorted by path, named after it, render with
 // render.RendererAuto (base and head may differ in kind) and default sync settings.
-// A path deleted by the change may be missing from root: the bot calls Discover on
+// A path deleted by the change may be missing from root: the bot calls FromPaths on
 // both the base and the head checkout and merges the results by name.
-func Discover(root string, changed []string, opts DiscoverOptions) ([]Target, error) {
+func FromPaths(root string, changed []string, opts PathOptions) ([]config.Target, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("discovering targets in %s: %w", root, err)
@@ -87,8 +90,8 @@ func Discover(root string, changed []string, opts DiscoverOptions) ([]Target, er
 	} else {
 		var bad []error
 		for _, c := range changed {
-			if reason := badRepoPath(c); reason != "" {
-				bad = append(bad, fmt.Errorf("changed path %s %s", display(c), reason))
+			if reason := config.BadRepoPath(c); reason != "" {
+				bad = append(bad, fmt.Errorf("changed path %s %s", config.Display(c), reason))
 				continue
 			}
 			for _, t := range s.affected(c) {
@@ -104,9 +107,9 @@ func Discover(root string, changed []string, opts DiscoverOptions) ([]Target, er
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
-	targets := make([]Target, len(paths))
+	targets := make([]config.Target, len(paths))
 	for i, p := range paths {
-		targets[i] = newTarget(p)
+		targets[i] = config.NewTarget(p)
 	}
 	return targets, nil
 }
@@ -124,7 +127,7 @@ type dirInfo struct {
 
 type scan struct {
 	fsys  fs.FS
-	opts  DiscoverOptions
+	opts  PathOptions
 	dirs  map[string]*dirInfo
 	files int
 }
@@ -149,7 +152,7 @@ func (s *scan) walk() error {
 		}
 		s.files += len(entries)
 		if s.opts.MaxFiles > 0 && s.files > s.opts.MaxFiles {
-			return fmt.Errorf("more than %d files; list the targets in %s instead", s.opts.MaxFiles, FileName)
+			return fmt.Errorf("more than %d files; list the targets in %s instead", s.opts.MaxFiles, config.FileName)
 		}
 		info := &dirInfo{}
 		s.dirs[dir] = info
@@ -282,7 +285,7 @@ func (s *scan) readKustomization(dir string, info *dirInfo) {
 			continue // inline patches and transformer configs, remote bases
 		}
 		joined := path.Join(dir, ref)
-		if path.IsAbs(ref) || badRepoPath(joined) != "" {
+		if path.IsAbs(ref) || config.BadRepoPath(joined) != "" {
 			continue
 		}
 		info.refs = append(info.refs, joined)

@@ -1,4 +1,4 @@
-package config
+package discover
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/driftpreview/driftpreview/bot/config"
 )
 
 const (
@@ -81,13 +83,13 @@ func repoTree(t *testing.T) string {
 	return dir
 }
 
-func TestDiscoverAll(t *testing.T) {
+func TestFromPathsAll(t *testing.T) {
 	dir := repoTree(t)
-	got, err := Discover(dir, nil, DefaultDiscoverOptions())
+	got, err := FromPaths(dir, nil, DefaultPathOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []Target
+	var want []config.Target
 	for _, p := range []string{
 		"apps/legacy/environments/staging",
 		"apps/shop/overlays/dev",
@@ -97,14 +99,14 @@ func TestDiscoverAll(t *testing.T) {
 		"manifests/extra",
 		"mirror",
 	} {
-		want = append(want, newTarget(p))
+		want = append(want, config.NewTarget(p))
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Discover mismatch (-want +got):\n%s", diff)
+		t.Errorf("FromPaths mismatch (-want +got):\n%s", diff)
 	}
 }
 
-func TestDiscoverChanged(t *testing.T) {
+func TestFromPathsChanged(t *testing.T) {
 	dir := repoTree(t)
 	tests := []struct {
 		name    string
@@ -135,7 +137,7 @@ func TestDiscoverChanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			targets, err := Discover(dir, tt.changed, DefaultDiscoverOptions())
+			targets, err := FromPaths(dir, tt.changed, DefaultPathOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,63 +149,74 @@ func TestDiscoverChanged(t *testing.T) {
 				}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Discover(%q) mismatch (-want +got):\n%s", tt.changed, diff)
+				t.Errorf("FromPaths(%q) mismatch (-want +got):\n%s", tt.changed, diff)
 			}
 		})
 	}
 }
 
-func TestDiscoverErrors(t *testing.T) {
+func TestFromPathsErrors(t *testing.T) {
 	dir := repoTree(t)
-	_, err := Discover(dir, []string{"../etc/passwd", "/abs/x.yaml"}, DefaultDiscoverOptions())
+	_, err := FromPaths(dir, []string{"../etc/passwd", "/abs/x.yaml"}, DefaultPathOptions())
 	want := `discovering targets in ` + dir + `: changed path "../etc/passwd" must not use ".."; the path must stay inside the repository` + "\n" +
 		`changed path "/abs/x.yaml" is absolute; write it relative to the repository root`
 	if err == nil || err.Error() != want {
-		t.Errorf("Discover error = %v, want %q", err, want)
+		t.Errorf("FromPaths error = %v, want %q", err, want)
 	}
 
-	opts := DefaultDiscoverOptions()
+	opts := DefaultPathOptions()
 	opts.MaxFiles = 10
-	_, err = Discover(dir, nil, opts)
+	_, err = FromPaths(dir, nil, opts)
 	if err == nil || !strings.Contains(err.Error(), "more than 10 files; list the targets in .driftpreview.yaml instead") {
-		t.Errorf("Discover with MaxFiles 10: error = %v, want the file cap", err)
+		t.Errorf("FromPaths with MaxFiles 10: error = %v, want the file cap", err)
 	}
 
-	if _, err := Discover(filepath.Join(dir, "missing"), nil, DefaultDiscoverOptions()); err == nil {
-		t.Errorf("Discover of a missing root succeeded")
+	if _, err := FromPaths(filepath.Join(dir, "missing"), nil, DefaultPathOptions()); err == nil {
+		t.Errorf("FromPaths of a missing root succeeded")
 	}
 }
 
-func TestDiscoverRootAndOverlaysWithoutBase(t *testing.T) {
+func TestFromPathsRootAndOverlaysWithoutBase(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "ns.yaml", nsYAML)
 	write(t, dir, "overlays/prod/kustomization.yaml", "resources: [../../ns.yaml]\n")
 	write(t, dir, "big/huge.yaml", nsYAML+strings.Repeat("#", 2<<20))
-	got, err := Discover(dir, nil, DefaultDiscoverOptions())
+	got, err := FromPaths(dir, nil, DefaultPathOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// overlays/prod references a file outside its own directory: discovery records
 	// the edge (render will refuse the load, and say so); the root is then a base.
-	want := []Target{newTarget("overlays/prod")}
+	want := []config.Target{config.NewTarget("overlays/prod")}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Discover mismatch (-want +got):\n%s", diff)
+		t.Errorf("FromPaths mismatch (-want +got):\n%s", diff)
 	}
-	got, err = Discover(dir, []string{"ns.yaml"}, DefaultDiscoverOptions())
+	got, err = FromPaths(dir, []string{"ns.yaml"}, DefaultPathOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Discover(ns.yaml) mismatch (-want +got):\n%s", diff)
+		t.Errorf("FromPaths(ns.yaml) mismatch (-want +got):\n%s", diff)
 	}
 
 	plain := t.TempDir()
 	write(t, plain, "ns.yaml", nsYAML)
-	got, err = Discover(plain, []string{"ns.yaml"}, DefaultDiscoverOptions())
+	got, err = FromPaths(plain, []string{"ns.yaml"}, DefaultPathOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]Target{newTarget(".")}, got); diff != "" {
-		t.Errorf("Discover of a root of manifests mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]config.Target{config.NewTarget(".")}, got); diff != "" {
+		t.Errorf("FromPaths of a root of manifests mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,174 @@
+package discover
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/bot/gitops"
+)
+
+// Options configures Targets.
+type Options struct {
+	// Controllers configures discovery from GitOps controller objects
+	// (gitops.Discover), run on the base and on the head checkout.
+	Controllers gitops.Options
+	// Changed are the paths the pull request changes, relative to the repository
+	// root and slash-separated as git diff prints them; FromPaths uses them when
+	// no controller object declares a target.
+	Changed []string
+	// Paths bounds FromPaths.
+	Paths PathOptions
+}
+
+// Result is what Targets found.
+type Result struct {
+	// Targets are the targets to preview: the configured ones, or the discovered
+	// ones (controller discovery's order: rendered targets, then the rest; path
+	// discovery's sorted by name).
+	Targets []config.Target
+	// Notes are discovery's remarks about the repository as a whole, for the
+	// report.
+	Notes []string
+	// AtBase holds the Key of every target the base declares.
+	AtBase map[string]bool
+}
+
+// Targets returns the configured targets, or discovers them: first from GitOps
+// controller objects (Argo CD, Flux) at base and head (FromControllers), else from
+// the directories the PR touches (FromPaths at base and head, merged by name).
+func Targets(ctx context.Context, cfg *config.Config, baseDir, headDir string, opts Options) (*Result, error) {
+	atBase := map[string]bool{}
+	if !cfg.Discovered {
+		// The config is read from the base: every target it names is the base's.
+		for _, t := range cfg.Targets {
+			atBase[Key(t)] = true
+		}
+		return &Result{Targets: cfg.Targets, AtBase: atBase}, nil
+	}
+	res, err := FromControllers(ctx, baseDir, headDir, opts.Controllers)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Targets) > 0 {
+		return res, nil
+	}
+	var targets []config.Target
+	seen := map[string]bool{}
+	for _, dir := range []string{baseDir, headDir} {
+		found, err := FromPaths(dir, opts.Changed, opts.Paths)
+		if err != nil {
+			return nil, fmt.Errorf("discovering targets: %w", err)
+		}
+		for _, t := range found {
+			k := Key(t)
+			if dir == baseDir {
+				atBase[k] = true
+			}
+			if !seen[k] {
+				seen[k] = true
+				targets = append(targets, t)
+			}
+		}
+	}
+	slices.SortFunc(targets, byName)
+	return &Result{Targets: targets, AtBase: atBase}, nil
+}
+
+// FromControllers discovers the targets that GitOps controller objects (Argo CD
+// Applications, Flux Kustomizations and HelmReleases) declare at base and at head,
+// and weaves them into one list. Base goes first: when both sides declare a target,
+// the base (trusted) wins, and the head side is still rendered as the head declares
+// it (config.HeadSide). A controller object the base declares and the head does not
+// is marked deleted. The notes are the head's.
+func FromControllers(ctx context.Context, baseDir, headDir string, opts gitops.Options) (*Result, error) {
+	atBase := map[string]bool{}
+	var targets []config.Target
+	var notes []string
+	seen := map[string]bool{}
+	at := map[string]int{}
+	var atHead *gitops.Result
+	for _, dir := range []string{baseDir, headDir} {
+		res, err := gitops.Discover(ctx, dir, opts)
+		if err != nil {
+			return nil, fmt.Errorf("discovering GitOps targets: %w", err)
+		}
+		if dir == headDir {
+			notes = append(notes, res.Notes...)
+			atHead = res
+		}
+		for _, t := range append(res.Targets, res.NotRendered...) {
+			// Targets of different clusters may share a name (Kustomization
+			// apps of clusters/staging and of clusters/production).
+			k := Key(t)
+			if dir == baseDir {
+				atBase[k] = true
+			}
+			if !seen[k] {
+				seen[k] = true
+				at[k] = len(targets)
+				targets = append(targets, t)
+				continue
+			}
+			if b := &targets[at[k]]; dir == headDir && b.Skip == "" && t.Skip == "" &&
+				(b.Path != t.Path || !reflect.DeepEqual(b.Render, t.Render) || !maps.Equal(b.Substitute, t.Substitute)) {
+				b.HeadSide = &config.HeadSide{Path: t.Path, Render: t.Render, Substitute: t.Substitute}
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return &Result{AtBase: atBase}, nil
+	}
+	markDeleted(targets, atHead)
+	return &Result{Targets: targets, Notes: notes, AtBase: atBase}, nil
+}
+
+// Key tells targets apart: targets of different clusters may share a name.
+func Key(t config.Target) string { return t.Cluster + "\x00" + t.Name }
+
+func byName(a, b config.Target) int { return strings.Compare(a.Name, b.Name) }
+
+// markDeleted marks the discovered targets whose controller object (Application,
+// Kustomization, HelmRelease) base declares and head does not: the PR deletes it,
+// and with it, when the deletion cascades, everything it deployed. Nothing is
+// marked when head's discovery could not search everywhere (a parent that does
+// not render), since the object may then still be declared.
+func markDeleted(targets []config.Target, head *gitops.Result) {
+	if head == nil || head.Incomplete {
+		return
+	}
+	declared := map[string]bool{}
+	for _, t := range append(slices.Clone(head.Targets), head.NotRendered...) {
+		if t.Controller != nil {
+			declared[controllerID(t)] = true
+		}
+	}
+	for i, t := range targets {
+		c := t.Controller
+		if c == nil || t.Skip != "" || declared[controllerID(t)] {
+			continue
+		}
+		switch c.Kind {
+		case "Application", "Kustomization", "HelmRelease":
+			cc := *c
+			cc.Deleted = true
+			targets[i].Controller = &cc
+		}
+	}
+}
+
+// controllerID names a controller object across base and head: an Application by
+// its own name (a new destination is not a deletion), a Flux object also by the
+// cluster whose directory applies it.
+func controllerID(t config.Target) string {
+	c := t.Controller
+	id := c.Kind + "/" + c.Namespace + "/" + c.Name
+	if c.Kind != "Application" {
+		id += "@" + t.Cluster
+	}
+	return id
+}
