@@ -1,0 +1,226 @@
+package remote
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Fetcher downloads what a Policy allows, into its Cache. It is safe for
+// concurrent use. Build it with NewFetcher.
+type Fetcher struct {
+	policy   Policy
+	prefixes []*prefix
+	client   *http.Client
+	cache    *Cache
+	// resolve looks up a host's addresses; tests may replace it.
+	resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+// maxRedirects follows Go's http.Client default.
+const maxRedirects = 10
+
+type ctxKey struct{}
+
+// NewFetcher checks p, reads its credential files and opens its cache. A policy
+// with no CacheDir uses a directory under os.TempDir.
+func NewFetcher(p Policy) (*Fetcher, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p = p.withDefaults()
+	f := &Fetcher{policy: p, resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	}}
+	for _, a := range p.Allow {
+		pr, err := parsePrefix(a.URL)
+		if err != nil {
+			return nil, err
+		}
+		pr.Prefix = a
+		switch {
+		case a.TokenFile != "":
+			tok, err := readSecret(a.TokenFile, "token")
+			if err != nil {
+				return nil, fmt.Errorf("remote prefix %s: %w", Redact(a.URL), err)
+			}
+			pr.auth = "Bearer " + tok
+		case a.UsernameFile != "":
+			user, err := readSecret(a.UsernameFile, "username")
+			if err != nil {
+				return nil, fmt.Errorf("remote prefix %s: %w", Redact(a.URL), err)
+			}
+			pass, err := readSecret(a.PasswordFile, "password")
+			if err != nil {
+				return nil, fmt.Errorf("remote prefix %s: %w", Redact(a.URL), err)
+			}
+			pr.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+		}
+		f.prefixes = append(f.prefixes, pr)
+	}
+	dir := p.CacheDir
+	if dir == "" {
+		dir = os.TempDir() + "/driftpreview-remote-cache"
+	}
+	c, err := OpenCache(dir, p.CacheMaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	f.cache = c
+	tr := &http.Transport{
+		Proxy:                 nil, // a proxy would dial for us, past the address check
+		DialContext:           f.dial,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		IdleConnTimeout:       30 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: p.Timeout,
+	}
+	f.client = &http.Client{
+		Transport: &authTransport{f: f, base: tr},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return errorf(Refused, req.URL.String(), "more than %d redirects", maxRedirects)
+			}
+			if match(f.prefixes, req.URL) == nil {
+				return errorf(Refused, via[0].URL.String(), "redirected to %s, which no allowed prefix covers", Redact(req.URL.String()))
+			}
+			return nil
+		},
+	}
+	return f, nil
+}
+
+// Policy returns the policy with defaults applied.
+func (f *Fetcher) Policy() Policy { return f.policy }
+
+// Cache returns the fetcher's cache.
+func (f *Fetcher) Cache() *Cache { return f.cache }
+
+// Allowed says whether the policy allows raw; the error is a Refused *Error.
+func (f *Fetcher) Allowed(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errorf(Invalid, raw, "not a URL")
+	}
+	if f == nil || len(f.prefixes) == 0 {
+		return &Error{Reason: Refused, URL: Redact(raw), Err: errors.New("remote fetching is not enabled (allow prefixes with --allow-remote or the remote: block of the server config)")}
+	}
+	if match(f.prefixes, u) == nil {
+		return &Error{Reason: Refused, URL: Redact(raw), Err: errors.New("no allowed prefix covers it (--allow-remote / remote.allow)")}
+	}
+	return nil
+}
+
+// dial resolves the host itself and connects only to addresses the policy
+// allows, to the address it checked: DNS answers that change between check and
+// connect (rebinding), hosts that resolve to private addresses, and redirects to
+// them are all refused here, whatever the URL looked like.
+func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	pr, _ := ctx.Value(ctxKey{}).(*prefix)
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		ips, err = f.resolve(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+	}
+	var d net.Dialer
+	var lastErr error
+	for _, ip := range ips {
+		if !addressAllowed(pr, ip) {
+			lastErr = &Error{Reason: Refused, Err: fmt.Errorf("%s resolves to %s, a loopback, link-local or private address that no allowed prefix names (set allowPrivate on the prefix to allow it)", host, ip.Unmap())}
+			continue
+		}
+		c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+		if err == nil {
+			return c, nil
+		}
+		lastErr = err
+	}
+	if lastErr == nil {
+		lastErr = fmt.Errorf("%s has no address", host)
+	}
+	return nil, lastErr
+}
+
+// authTransport adds the credentials of the prefix the request's URL falls
+// under, checked per request, so a redirect to another prefix carries that
+// prefix's credentials, or none; and it puts the prefix in the context for dial.
+type authTransport struct {
+	f    *Fetcher
+	base http.RoundTripper
+}
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	pr := match(t.f.prefixes, req.URL)
+	if pr == nil {
+		return nil, errorf(Refused, req.URL.String(), "no allowed prefix covers it")
+	}
+	r := req.Clone(context.WithValue(req.Context(), ctxKey{}, pr))
+	r.Header.Del("Authorization")
+	if pr.auth != "" {
+		r.Header.Set("Authorization", pr.auth)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// download GETs raw and writes at most max bytes of the body to w. Every
+// failure is an *Error with its reason.
+func (f *Fetcher) download(ctx context.Context, raw string, max int64, w io.Writer) (int64, error) {
+	if err := f.Allowed(raw); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.policy.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	if err != nil {
+		return 0, errorf(Invalid, raw, "not a URL")
+	}
+	req.Header.Set("User-Agent", "driftpreview")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return 0, &Error{Reason: Timeout, URL: Redact(raw), Err: fmt.Errorf("no answer within %s", f.policy.Timeout)}
+		}
+		return 0, classify(raw, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		return 0, errorf(NotFound, raw, "HTTP %d", resp.StatusCode)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return 0, errorf(Denied, raw, "HTTP %d (credentials for this prefix go in the remote: block)", resp.StatusCode)
+	case resp.StatusCode != http.StatusOK:
+		return 0, errorf(Unreachable, raw, "HTTP %d", resp.StatusCode)
+	}
+	if resp.ContentLength > max {
+		return 0, errorf(TooBig, raw, "%s bytes, over the limit of %d", strconv.FormatInt(resp.ContentLength, 10), max)
+	}
+	n, err := io.Copy(w, io.LimitReader(resp.Body, max+1))
+	if n > max {
+		return n, errorf(TooBig, raw, "more than the limit of %d bytes", max)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return n, &Error{Reason: Timeout, URL: Redact(raw), Err: fmt.Errorf("the download did not finish within %s", f.policy.Timeout)}
+		}
+		return n, classify(raw, err)
+	}
+	return n, nil
+}

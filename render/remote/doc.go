@@ -1,0 +1,69 @@
+// Package remote is driftpreview's one fetcher for remote sources (Helm HTTP
+// repositories today; OCI registries and git bases build on it): a Policy that
+// says what may be fetched, an HTTP client that enforces it, a content-addressed
+// on-disk cache, and safe archive unpacking. It imports nothing else of
+// driftpreview; render and bot use it.
+//
+// # API
+//
+//   - Policy / Prefix: allowed URL prefixes (scheme, host and port, path at a
+//     segment boundary), credentials per prefix read from files (basic auth or
+//     bearer token), the timeout per download, byte caps (index, archive,
+//     unpacked total, per file, file count), the cache directory and its size
+//     bound. The zero Policy allows nothing. Policy.Validate checks it.
+//   - NewFetcher(Policy) (*Fetcher, error) reads the credential files and opens
+//     the cache. Fetcher.Allowed(url) says whether a URL may be fetched.
+//   - Fetcher.HelmIndex(ctx, repoURL) loads a repository's index.yaml with Helm's
+//     repo package; ResolveVersion(index, name, versionOrRange) picks a version as
+//     Flux and Helm do (exact match, else the highest Masterminds-semver match);
+//     Fetcher.HelmChart(ctx, repoURL, name, versionOrRange) downloads and unpacks
+//     the chart: Chart.Dir is the unpacked chart, Chart.Version the version the
+//     range resolved to.
+//   - Fetcher.HelmDependencies(ctx, chartYAML, chartLock, vendored) fetches the
+//     dependencies of a chart as `helm dependency build` does (lock honoured).
+//   - Cache.File(key, ttl, fill) and Cache.Tree(key, fill) are the cache
+//     primitives other source kinds use (Key and DigestKey make keys); Unpack
+//     extracts a .tgz with Limits; Fetcher.Download-style helpers stay internal.
+//   - Every failure is an *Error with a Reason (Refused, Unreachable, NotFound,
+//     Denied, TooBig, Timeout, Invalid, Unsupported); ReasonOf reads it. Callers
+//     list the target as not rendered with the error's text, never as a failing
+//     render: none of these is a problem of the pull request.
+//
+// # Safety
+//
+//   - Nothing is fetched unless a prefix allows it; redirects are checked against
+//     the prefixes again (CheckRedirect), and credentials are attached per request
+//     for the prefix the URL falls under, so a redirect never carries them
+//     elsewhere.
+//   - The dialer resolves host names itself and connects only to the address it
+//     checked: loopback, link-local, private, CGNAT, multicast, unspecified and
+//     documentation ranges are refused unless the prefix names the address
+//     (an IP literal, or localhost for loopback) or sets allowPrivate. This holds
+//     for redirects and DNS answers alike. No HTTP proxy is used.
+//   - Every download has a timeout (whole request, body included) and a byte
+//     cap, counted as it streams to a temporary file: an endless body stops at
+//     the cap without being held in memory. Helm's getter is not used for the
+//     transfer because it buffers a whole body in memory with no cap and has no
+//     redirect hook; Helm's repo package parses the index, and its chart loader
+//     (in render) loads the unpacked chart.
+//   - Archives are unpacked with caps on file count, total and per-file size;
+//     absolute paths, ".." elements, links and special files are refused.
+//   - Errors show URLs without user info or query; credentials never appear in
+//     errors or logs.
+//
+// # Cache
+//
+// Under Policy.CacheDir (the server's work dir, or a temporary directory for the
+// CLI): objects/ (index files keyed by URL, archives keyed by sha256 digest, or by
+// URL and version when the index gives none) and trees/ (unpacked archives).
+// Entries are filled under a per-key flock and published by atomic rename, so two
+// processes share the directory safely and download an entry once. Index files
+// are reused for Policy.IndexTTL (5 minutes), and a process keeps each index it
+// loaded for that long, so base and head of one preview see the same index. The
+// total size is bounded: least recently used entries (by modification time,
+// refreshed on use) are removed after each fill, except those used in the last
+// ten minutes.
+//
+// The render child process (render/child.go) never fetches: the parent fetches
+// into the cache before it starts the child, and the child reads local files.
+package remote
