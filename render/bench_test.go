@@ -46,8 +46,9 @@ func BenchmarkRenderPlain(b *testing.B) {
 }
 
 // BenchmarkRenderProcess measures what the render process costs per render: the
-// same targets in process and in a child process. cpu-ms/op counts this process
-// and its children.
+// same targets in process and in a child process (warm, from the pool).
+// cpu-ms/op counts this process and its ended children: the pool's warm
+// processes still run, so their CPU time is not in it; compare ns/op.
 //
 //	go test ./render -run '^$' -bench RenderProcess -benchtime 20x
 func BenchmarkRenderProcess(b *testing.B) {

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,8 +34,9 @@ import (
 // which the parent kills on the wall-clock timeout (Options.Timeout) or when its
 // context ends, and which the kernel kills if the parent dies.
 //
-// Protocol: the parent writes one JSON childRequest on the child's stdin; the
-// child writes one JSON childResult on stdout and exits. Its stderr is kept (the
+// Protocol: the parent writes one JSON childRequest per line on the child's
+// stdin; the child answers each with one JSON childResult line on stdout, and
+// exits when stdin ends (pool.go keeps warm children and recycles them). Its stderr is kept (the
 // last few KiB) only to tell what stopped it; it is never shown, since it may
 // quote template output.
 
@@ -56,6 +57,8 @@ type childRequest struct {
 }
 
 type childResult struct {
+	// Exit says the child ends after this answer.
+	Exit    bool          `json:"exit,omitempty"`
 	Objects []childObject `json:"objects,omitempty"`
 	Notes   []string      `json:"notes,omitempty"`
 	Error   *childError   `json:"error,omitempty"`
@@ -77,23 +80,46 @@ type childError struct {
 	Msg         string `json:"msg"`
 }
 
-// childMain is the child's whole life: read the request, render, answer.
+// childMain is the child's whole life: read a request, render, answer, until the
+// parent closes stdin. A child that had to abandon a render (a timeout, a crash
+// the render recovered from) says so in its answer and exits: what it left
+// running must not share the process with the next render.
 func childMain(in io.Reader, out io.Writer) int {
-	var req childRequest
-	dec := json.NewDecoder(io.LimitReader(in, 64<<20))
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<16))
 	dec.UseNumber()
-	if err := dec.Decode(&req); err != nil {
-		fmt.Fprintf(os.Stderr, "render child: reading the request: %v\n", err)
-		return 3
+	w := bufio.NewWriterSize(out, 1<<16)
+	for {
+		var req childRequest
+		if err := dec.Decode(&req); err == io.EOF {
+			return 0
+		} else if err != nil {
+			fmt.Fprintf(os.Stderr, "render child: reading the request: %v\n", err)
+			return 3
+		}
+		res := childServe(req)
+		if err := json.NewEncoder(w).Encode(res); err != nil {
+			fmt.Fprintf(os.Stderr, "render child: writing the result: %v\n", err)
+			return 3
+		}
+		if err := w.Flush(); err != nil {
+			return 3
+		}
+		if res.Exit {
+			return 0
+		}
 	}
+}
+
+// childServe runs one request in the child.
+func childServe(req childRequest) childResult {
 	req.Opts.Helm.Values, _ = numbers(req.Opts.Helm.Values).(map[string]any)
 	if req.Opts.MaxMemoryBytes > 0 {
 		// Let the collector work hard before the kernel's limit makes an
 		// allocation fatal; runtime metadata and C memory count there too.
 		debug.SetMemoryLimit(req.Opts.MaxMemoryBytes * 3 / 4)
 	}
-	set, err := renderLocal(context.Background(), req.Root, req.Target, req.Opts)
-	var res childResult
+	set, abandoned, err := renderLocalStatus(context.Background(), req.Root, req.Target, req.Opts)
+	res := childResult{Exit: abandoned}
 	if err != nil {
 		res.Error = &childError{Msg: err.Error()}
 		if re, ok := errors.AsType[*Error](err); ok {
@@ -102,117 +128,116 @@ func childMain(in io.Reader, out io.Writer) int {
 		if _, ok := IsUnavailable(err); ok {
 			res.Error.Unavailable = true
 		}
-	} else {
-		res.Notes = set.Notes
-		res.Objects = make([]childObject, len(set.Objects))
-		for i, o := range set.Objects {
-			res.Objects[i] = childObject{Key: o.Key, Source: o.Source, HashSuffix: o.HashSuffix, Obj: o.Obj.Object}
-		}
+		return res
 	}
-	w := bufio.NewWriterSize(out, 1<<16)
-	if err := json.NewEncoder(w).Encode(res); err != nil {
-		fmt.Fprintf(os.Stderr, "render child: writing the result: %v\n", err)
-		return 3
+	res.Notes = set.Notes
+	res.Objects = make([]childObject, len(set.Objects))
+	for i, o := range set.Objects {
+		res.Objects[i] = childObject{Key: o.Key, Source: o.Source, HashSuffix: o.HashSuffix, Obj: o.Obj.Object}
 	}
-	if err := w.Flush(); err != nil {
-		return 3
-	}
-	return 0
+	return res
 }
 
-// renderChild runs one render in a child process with opts' limits.
+// renderChild runs one render in a render process with opts' limits: a warm
+// one from the pool when there is one. A render that a reused process could not
+// finish (it died, or hit a kernel limit that counts its earlier renders too) is
+// run again once in a new process, so every render gets what a process of its
+// own would give it.
 func renderChild(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
 	absRoot, err := filepath.Abs(root)
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: resolving root %s: %w", target, root, err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return ObjectSet{}, fmt.Errorf("rendering %s: finding this program to start the render process: %w", target, err)
-	}
 	req, err := json.Marshal(childRequest{Root: absRoot, Target: target, Opts: opts})
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: encoding the request: %w", target, err)
 	}
+	req = append(req, '\n')
 	file := target
 	if file == "" {
 		file = "."
 	}
+	key := poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}
+	for attempt := 0; ; attempt++ {
+		w, err := renderers.get(key, attempt > 0)
+		if err != nil {
+			return ObjectSet{}, fmt.Errorf("rendering %s: %w", target, err)
+		}
+		reused := w.served > 0
+		set, reusable, died, err := w.do(ctx, req, file, opts)
+		if died && reused && attempt == 0 && ctx.Err() == nil {
+			// It may have died of what its earlier renders used: again, fresh.
+			w.close()
+			continue
+		}
+		renderers.put(key, w, reusable)
+		return set, err
+	}
+}
 
-	cmd := exec.Command(exe)
-	// Nothing of the parent's environment (tokens, webhook secrets) reaches the
-	// process that runs the PR's templates.
-	cmd.Env = []string{childEnv + "=1", "GOTRACEBACK=single"}
-	cmd.SysProcAttr = childSysProcAttr()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return ObjectSet{}, fmt.Errorf("rendering %s: %w", target, err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return ObjectSet{}, fmt.Errorf("rendering %s: %w", target, err)
-	}
-	stderr := &tailBuffer{max: 16 << 10}
-	cmd.Stderr = stderr
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		return ObjectSet{}, fmt.Errorf("rendering %s: starting the render process: %w", target, err)
-	}
-	pid := cmd.Process.Pid
-	var killOnce sync.Once
-	killed := false
-	kill := func() {
-		killOnce.Do(func() {
-			killed = true
-			killGroup(pid)
-		})
-	}
-	if err := setChildLimits(pid, opts); err != nil {
-		kill()
-		_ = cmd.Wait()
-		return ObjectSet{}, fmt.Errorf("rendering %s: limiting the render process: %w", target, err)
-	}
-
+// do sends one request to the worker and reads its answer. reusable reports
+// whether the worker can take another request; died whether it ended without
+// an answer (a limit or a crash, not a timeout).
+func (w *worker) do(ctx context.Context, req []byte, file string, opts Options) (set ObjectSet, reusable, died bool, err error) {
+	w.stderr.Reset()
 	tctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	stop := context.AfterFunc(tctx, kill)
+	var timedOut atomic.Bool
+	stop := context.AfterFunc(tctx, func() {
+		timedOut.Store(true)
+		w.kill()
+	})
 	defer stop()
 
+	writeErr := make(chan error, 1)
 	go func() {
-		_, _ = stdin.Write(req)
-		_ = stdin.Close()
+		_, err := w.stdin.Write(req)
+		writeErr <- err
 	}()
 
 	// The result is read as it streams, never more than the output limit (with
-	// room for the JSON framing around the manifests).
+	// room for the JSON framing around the manifests). One answer is one line.
 	outLimit := 2*opts.MaxOutputBytes + 1<<20
-	cr := &countingReader{r: io.LimitReader(stdout, outLimit+1)}
+	lr := &lineReader{r: w.stdout}
+	cr := &countingReader{r: io.LimitReader(lr, outLimit+1)}
 	dec := json.NewDecoder(cr)
 	dec.UseNumber()
 	var res childResult
 	decErr := dec.Decode(&res)
 	overOutput := cr.n > outLimit
-	if decErr != nil || overOutput {
-		kill()
+	if decErr == nil && !overOutput {
+		// The rest of the line: the newline the encoder ends each answer with.
+		_, decErr = io.Copy(io.Discard, io.LimitReader(lr, 16))
+		if !lr.done {
+			decErr = errors.New("answer not followed by a newline")
+		}
 	}
-	_, _ = io.Copy(io.Discard, stdout)
-	waitErr := cmd.Wait()
-	// The child is gone; make sure nothing it may have started lingers.
-	killGroup(pid)
+	if decErr != nil || overOutput {
+		w.kill()
+	}
+	if werr := <-writeErr; werr != nil && decErr == nil {
+		decErr = werr
+	}
+	w.served++
+	stop()
 
 	switch {
 	case ctx.Err() != nil:
-		return ObjectSet{}, fmt.Errorf("rendering %s: %w", target, ctx.Err())
-	case tctx.Err() != nil && (killed || decErr != nil):
-		return ObjectSet{}, &Error{File: file, Err: fmt.Errorf("rendering took longer than %s and was stopped; look for templates or kustomizations that loop or grow without bound", opts.Timeout)}
+		w.kill()
+		return ObjectSet{}, false, false, fmt.Errorf("rendering %s: %w", file, ctx.Err())
+	case timedOut.Load() && decErr != nil:
+		return ObjectSet{}, false, false, &Error{File: file, Err: fmt.Errorf("rendering took longer than %s and was stopped; look for templates or kustomizations that loop or grow without bound", opts.Timeout)}
 	case overOutput:
-		return ObjectSet{}, &Error{File: file, Err: fmt.Errorf("the target renders more than %d bytes of manifests (the limit per target) and was stopped; split it into smaller targets", opts.MaxOutputBytes)}
-	case decErr == nil && waitErr == nil:
+		return ObjectSet{}, false, false, &Error{File: file, Err: fmt.Errorf("the target renders more than %d bytes of manifests (the limit per target) and was stopped; split it into smaller targets", opts.MaxOutputBytes)}
+	case decErr == nil:
 		set, err := res.set()
 		set.OutputBytes = cr.n
-		return set, err
+		return set, !res.Exit && !timedOut.Load(), false, err
 	}
-	return ObjectSet{}, childFailure(file, cmd.ProcessState, stderr.String(), opts)
+	// No answer: the process died (or is killed now). Wait for it, to tell why.
+	w.kill()
+	<-w.exited
+	return ObjectSet{}, false, true, childFailure(file, w.cmd.ProcessState, w.stderr.String(), opts)
 }
 
 // set turns the child's answer back into what Render returns.
@@ -308,6 +333,13 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 		t.buf.Next(over)
 	}
 	return len(p), nil
+}
+
+// Reset forgets what was written so far.
+func (t *tailBuffer) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf.Reset()
 }
 
 func (t *tailBuffer) String() string {

@@ -24,14 +24,23 @@ func Render(ctx context.Context, root, target string, opts Options) (ObjectSet, 
 // renderLocal renders in this process: what the child process runs. The timeout
 // here is a second line behind the parent's, which kills the child.
 func renderLocal(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
+	set, _, err := renderLocalStatus(ctx, root, target, opts)
+	return set, err
+}
+
+// renderLocalStatus is renderLocal, and also reports whether the render was
+// abandoned (a timeout, or a panic recovered): a render process must not take
+// more work after that, since what it left behind may still run or be broken.
+func renderLocalStatus(ctx context.Context, root, target string, opts Options) (ObjectSet, bool, error) {
 	opts = withDefaults(opts)
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
 	type result struct {
-		set ObjectSet
-		err error
+		set      ObjectSet
+		err      error
+		panicked bool
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -39,20 +48,20 @@ func renderLocal(ctx context.Context, root, target string, opts Options) (Object
 			if r := recover(); r != nil {
 				// The stack goes to nobody: it may hold file content. Keep the
 				// value, which names what broke.
-				done <- result{err: &Error{File: target, Err: fmt.Errorf("rendering crashed (a bug in driftpreview or a library it uses): %v", r)}}
+				done <- result{err: &Error{File: target, Err: fmt.Errorf("rendering crashed (a bug in driftpreview or a library it uses): %v", r)}, panicked: true}
 			}
 		}()
 		set, err := render(ctx, root, target, opts)
-		done <- result{set, err}
+		done <- result{set: set, err: err}
 	}()
 	select {
 	case r := <-done:
-		return r.set, r.err
+		return r.set, r.panicked, r.err
 	case <-ctx.Done():
 		if parent.Err() == nil {
-			return ObjectSet{}, &Error{File: target, Err: fmt.Errorf("rendering took longer than %s and was stopped; look for templates or kustomizations that loop or grow without bound", opts.Timeout)}
+			return ObjectSet{}, true, &Error{File: target, Err: fmt.Errorf("rendering took longer than %s and was stopped; look for templates or kustomizations that loop or grow without bound", opts.Timeout)}
 		}
-		return ObjectSet{}, fmt.Errorf("rendering %s: %w", target, ctx.Err())
+		return ObjectSet{}, true, fmt.Errorf("rendering %s: %w", target, ctx.Err())
 	}
 }
 

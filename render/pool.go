@@ -1,0 +1,220 @@
+package render
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Starting a render process costs about 70 ms of CPU, and a kustomize render
+// pays about 160 ms more the first time in a process (kustomize parses its
+// OpenAPI schema, Helm builds its engine): more than the render itself. So the
+// processes are kept warm: a pool of render processes, each serving several
+// renders over its stdin and stdout, each with the same kernel limits a process
+// per render had (set once at its start; see setChildLimits).
+//
+// A process leaves the pool after maxServed renders, after idleTTL unused, and
+// at once after any render that did not end with a clean answer (a limit, a
+// crash, a timeout, an abandoned render, a cancelled context). CPU time and the
+// memory limit count a process's whole life, so a render that a reused process
+// could not finish is run once more in a new process (renderChild): it fails
+// only if it fails on its own, and it fails no other render.
+
+// poolKey sets apart processes by the kernel limits they were started with.
+type poolKey struct {
+	mem int64
+	cpu time.Duration
+}
+
+const (
+	// maxServed is how many renders one process serves before it is replaced:
+	// it bounds what earlier renders can leave behind (heap, CPU time used).
+	maxServed = 64
+	// idleTTL is how long an idle process is kept.
+	idleTTL = 30 * time.Second
+)
+
+type pool struct {
+	mu   sync.Mutex
+	idle map[poolKey][]*worker
+	// started counts the processes started, for tests and benchmarks.
+	started atomic.Int64
+}
+
+var renderers = &pool{idle: map[poolKey][]*worker{}}
+
+// maxIdle is how many idle processes of one kind are kept: the pipeline renders
+// one target per CPU, base and head.
+func maxIdle() int { return 2 * max(1, runtime.GOMAXPROCS(0)) }
+
+// get returns an idle process for key, or starts one; fresh always starts one.
+func (p *pool) get(key poolKey, fresh bool) (*worker, error) {
+	if !fresh {
+		p.mu.Lock()
+		if ws := p.idle[key]; len(ws) > 0 {
+			w := ws[len(ws)-1]
+			p.idle[key] = ws[:len(ws)-1]
+			w.timer.Stop()
+			p.mu.Unlock()
+			return w, nil
+		}
+		p.mu.Unlock()
+	}
+	return p.start(key)
+}
+
+// put returns w to the pool, or ends it when it may not serve again.
+func (p *pool) put(key poolKey, w *worker, reusable bool) {
+	if !reusable || w.served >= maxServed {
+		w.close()
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle[key]) >= maxIdle() {
+		go w.close()
+		return
+	}
+	p.idle[key] = append(p.idle[key], w)
+	w.timer = time.AfterFunc(idleTTL, func() {
+		p.mu.Lock()
+		i := slices.Index(p.idle[key], w)
+		if i >= 0 {
+			p.idle[key] = slices.Delete(p.idle[key], i, i+1)
+		}
+		p.mu.Unlock()
+		if i >= 0 {
+			w.close()
+		}
+	})
+}
+
+// worker is one render process.
+type worker struct {
+	cmd     *exec.Cmd
+	pid     int
+	stdin   *os.File
+	stdout  *bufio.Reader
+	outFile *os.File
+	stderr  *tailBuffer
+	exited  chan struct{} // closed once the process is reaped
+	served  int           // requests sent to it
+	timer   *time.Timer   // ends it when idle too long
+	killed  sync.Once
+}
+
+// start starts a render process: this same program with childEnv set, and
+// nothing else of this process's environment (tokens, webhook secrets never
+// reach the process that runs the PR's templates). Its limits are set before
+// it is sent any work.
+func (p *pool) start(key poolKey) (*worker, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this program to start the render process: %w", err)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting the render process: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("starting the render process: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = []string{childEnv + "=1", "GOTRACEBACK=single"}
+	cmd.SysProcAttr = childSysProcAttr()
+	cmd.Stdin, cmd.Stdout = inR, outW
+	stderr := &tailBuffer{max: 16 << 10}
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("starting the render process: %w", err)
+	}
+	w := &worker{cmd: cmd, pid: cmd.Process.Pid, stdin: inW, stdout: bufio.NewReaderSize(outR, 1<<16),
+		outFile: outR, stderr: stderr, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(w.exited)
+	}()
+	if err := setChildLimits(w.pid, Options{MaxMemoryBytes: key.mem, MaxCPUTime: key.cpu}); err != nil {
+		w.close()
+		return nil, fmt.Errorf("limiting the render process: %w", err)
+	}
+	p.started.Add(1)
+	return w, nil
+}
+
+// kill kills the process and anything it started (its process group), unless
+// it is already gone.
+func (w *worker) kill() {
+	w.killed.Do(func() {
+		select {
+		case <-w.exited:
+		default:
+			killGroup(w.pid)
+		}
+	})
+}
+
+// close ends the process and releases its pipes.
+func (w *worker) close() {
+	_ = w.stdin.Close()
+	w.kill()
+	go func() {
+		<-w.exited
+		_ = w.outFile.Close()
+	}()
+}
+
+// lineReader reads one line (one answer) from r, then reports io.EOF, so the
+// JSON decoder of one answer never reads into the next.
+type lineReader struct {
+	r       *bufio.Reader
+	pending []byte
+	atEnd   bool // pending ends with the newline
+	done    bool
+	err     error
+}
+
+func (l *lineReader) Read(p []byte) (int, error) {
+	for len(l.pending) == 0 {
+		if l.done {
+			return 0, io.EOF
+		}
+		if l.err != nil {
+			return 0, l.err
+		}
+		line, err := l.r.ReadSlice('\n')
+		switch {
+		case err == nil:
+			l.atEnd = true
+		case errors.Is(err, bufio.ErrBufferFull):
+		case err == io.EOF:
+			l.err = io.ErrUnexpectedEOF // the process ended inside an answer
+		default:
+			l.err = err
+		}
+		l.pending = line
+	}
+	n := copy(p, l.pending)
+	l.pending = l.pending[n:]
+	if len(l.pending) == 0 && l.atEnd {
+		l.done = true
+	}
+	return n, nil
+}
