@@ -1,0 +1,427 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Inputs are the files a render of one target reads, found statically (without
+// rendering): what a pull request must touch to change the render. Paths are
+// relative to the checkout root, slash-separated.
+type Inputs struct {
+	// Files are single files. A file listed here need not exist: a kustomization
+	// that names a missing file depends on it all the same.
+	Files []string
+	// Dirs are whole directory trees: any file under them counts.
+	Dirs []string
+	// Unknown, when set, says why the inputs could not be told (a remote base, a
+	// symlink, a field the walker does not know): the render may depend on any
+	// file, so the target counts as touched by every change.
+	Unknown string
+}
+
+// Touched returns the first of changed (paths relative to the checkout root)
+// that is one of the inputs, and whether there is one. Inputs that could not
+// be told are touched by any change, even by none: such a target is always
+// rendered.
+func (in Inputs) Touched(changed []string) (string, bool) {
+	if in.Unknown != "" {
+		return "", true
+	}
+	for _, c := range changed {
+		if slices.Contains(in.Files, c) {
+			return c, true
+		}
+		for _, d := range in.Dirs {
+			if d == "." || c == d || strings.HasPrefix(c, d+"/") {
+				return c, true
+			}
+		}
+	}
+	return "", false
+}
+
+// Merge adds other's inputs to in (a target's inputs at base and at head).
+func (in Inputs) Merge(other Inputs) Inputs {
+	out := Inputs{Files: slices.Clone(in.Files), Dirs: slices.Clone(in.Dirs), Unknown: in.Unknown}
+	for _, f := range other.Files {
+		if !slices.Contains(out.Files, f) {
+			out.Files = append(out.Files, f)
+		}
+	}
+	for _, d := range other.Dirs {
+		if !slices.Contains(out.Dirs, d) {
+			out.Dirs = append(out.Dirs, d)
+		}
+	}
+	if out.Unknown == "" {
+		out.Unknown = other.Unknown
+	}
+	return out
+}
+
+// FindInputs lists the files the render of target in the checkout root with
+// opts reads, the way render does: the kustomizations it follows (resources,
+// bases, components, patches, generator files, crds, configurations, openapi,
+// replacements), a chart's directory with its values files and its file://
+// dependencies, a plain directory, the jsonnet files it imports. It never
+// fails: what it cannot follow makes Inputs.Unknown. A target directory
+// missing here depends on its whole tree (it is added or removed, so files
+// under it change).
+func FindInputs(root, target string, opts Options) Inputs {
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return Inputs{Unknown: err.Error()}
+	}
+	opts = withDefaults(opts)
+	// Read limits do not matter here (nothing is rendered), but a kustomization
+	// larger than the render would accept cannot be followed either.
+	sb, err := openSandbox(absRoot, opts)
+	if err != nil {
+		return Inputs{Unknown: err.Error()}
+	}
+	defer sb.Close()
+	w := &inputWalker{sb: sb, seen: map[string]bool{}}
+	t, err := cleanRel(filepath.ToSlash(target))
+	if err != nil {
+		return Inputs{Unknown: err.Error()}
+	}
+	w.walkTarget(t, opts)
+	return w.in
+}
+
+type inputWalker struct {
+	sb   *sandbox
+	in   Inputs
+	seen map[string]bool // kustomization directories and files followed
+}
+
+func (w *inputWalker) unknown(format string, args ...any) {
+	if w.in.Unknown == "" {
+		w.in.Unknown = fmt.Sprintf(format, args...)
+	}
+}
+
+func (w *inputWalker) file(p string) {
+	if !slices.Contains(w.in.Files, p) {
+		w.in.Files = append(w.in.Files, p)
+	}
+}
+
+// dir adds the tree under p, which must hold no symlink: a file it links to
+// would change the render without a change under p.
+func (w *inputWalker) dir(p string) {
+	if slices.Contains(w.in.Dirs, p) {
+		return
+	}
+	w.in.Dirs = append(w.in.Dirs, p)
+	_ = fs.WalkDir(w.sb.fsys(), p, func(q string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				w.unknown("%s: %v", q, unwrapPath(err))
+			}
+			return fs.SkipAll
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			w.unknown("%s is a symlink", q)
+			return fs.SkipAll
+		}
+		return nil
+	})
+}
+
+// kind is what p is: a directory, a file, nothing, or a symlink along the way
+// (which makes the inputs unknown).
+func (w *inputWalker) kind(p string) (isDir, exists bool) {
+	parts := strings.Split(p, "/")
+	for i := range parts {
+		q := strings.Join(parts[:i+1], "/")
+		fi, err := w.sb.root.Lstat(q)
+		if err != nil {
+			return false, false
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			w.unknown("%s is a symlink", q)
+			return false, false
+		}
+		if i == len(parts)-1 {
+			return fi.IsDir(), true
+		}
+	}
+	return false, false
+}
+
+func (w *inputWalker) walkTarget(t string, opts Options) {
+	isDir, exists := w.kind(t)
+	if !exists || !isDir {
+		w.dir(t)
+		return
+	}
+	renderer := opts.Renderer
+	if renderer == RendererAuto {
+		renderer = detect(w.sb, t)
+	}
+	switch renderer {
+	case RendererKustomize:
+		w.kustomization(t)
+		for _, c := range opts.Kustomize.Components {
+			c, err := cleanRel(c)
+			if err != nil {
+				w.unknown("component %q: %v", c, err)
+				continue
+			}
+			w.kustomization(c)
+		}
+	case RendererHelm:
+		w.chart(t)
+		for _, v := range opts.Helm.ValuesFiles {
+			v, err := cleanRel(v)
+			if err != nil {
+				w.unknown("values file %q: %v", v, err)
+				continue
+			}
+			w.kind(v) // a symlink makes the inputs unknown
+			w.file(v)
+		}
+	case RendererPlain:
+		w.dir(t)
+		if j := opts.Plain.Jsonnet; j != nil {
+			w.jsonnet(t, j)
+		}
+	default:
+		w.unknown("renderer %q", renderer)
+	}
+}
+
+// kustomizationKeys are the kustomization fields the walker follows or knows
+// to hold no path. Any other field (generators, transformers, validators, Helm
+// inflation, a field of a later kustomize) makes the inputs unknown.
+var kustomizationKeys = map[string]bool{
+	"apiVersion": true, "kind": true, "metadata": true,
+	"resources": true, "bases": true, "components": true, "crds": true,
+	"configurations": true, "openapi": true, "replacements": true,
+	"patches": true, "patchesStrategicMerge": true, "patchesJson6902": true,
+	"configMapGenerator": true, "secretGenerator": true, "generatorOptions": true,
+	"namespace": true, "namePrefix": true, "nameSuffix": true,
+	"commonLabels": true, "labels": true, "commonAnnotations": true,
+	"images": true, "replicas": true, "vars": true, "sortOptions": true, "buildMetadata": true,
+}
+
+// dirKeys are fields whose entries may be kustomization directories.
+var dirKeys = map[string]bool{"resources": true, "bases": true, "components": true}
+
+// kustomization follows the kustomization in dir (kustomize's api/krusty
+// loader: every path is relative to the kustomization's directory).
+func (w *inputWalker) kustomization(dir string) {
+	if w.seen[dir] {
+		return
+	}
+	w.seen[dir] = true
+	var file string
+	for _, n := range kustomizationNames {
+		// All names count: adding a second kustomization file changes the build
+		// (kustomize refuses it).
+		w.file(path.Join(dir, n))
+		if isDir, exists := w.kind(path.Join(dir, n)); exists && !isDir && file == "" {
+			file = path.Join(dir, n)
+		}
+	}
+	if file == "" {
+		// Not a kustomization (kustomize fails on it): any file there counts.
+		w.dir(dir)
+		return
+	}
+	data, err := w.sb.readFile(file)
+	if err != nil {
+		w.unknown("%v", err)
+		return
+	}
+	docs, err := DecodeYAML(data, file)
+	if err != nil || len(docs) == 0 {
+		return // kustomize fails on it as well; the file itself is an input
+	}
+	root := resolve(docs[0].Node)
+	if root.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		key := root.Content[i].Value
+		if !kustomizationKeys[key] {
+			w.unknown("%s: field %s is not followed", file, key)
+			return
+		}
+		w.paths(file, dir, key, root.Content[i+1])
+	}
+}
+
+// paths follows the path-valued strings of one kustomization field, as
+// screenPaths finds them.
+func (w *inputWalker) paths(file, dir, key string, n *yaml.Node) {
+	n = resolve(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			w.paths(file, dir, n.Content[i].Value, n.Content[i+1])
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			w.paths(file, dir, key, c)
+		}
+	case yaml.ScalarNode:
+		if !pathKeys[key] || n.Value == "" {
+			return
+		}
+		v := n.Value
+		if key == "patchesStrategicMerge" && strings.Contains(v, "\n") {
+			return // an inline patch
+		}
+		if key == "files" {
+			if _, after, ok := strings.Cut(v, "="); ok {
+				v = after
+			}
+		}
+		if strings.Contains(v, "://") || remoteKeys[key] && isRemote(w.sb, dir, v) {
+			w.unknown("%s: remote %s %q", file, key, v)
+			return
+		}
+		if strings.HasPrefix(v, "/") {
+			w.unknown("%s: absolute path %q", file, v)
+			return
+		}
+		p, err := cleanRel(path.Join(dir, v))
+		if err != nil {
+			w.unknown("%s: %v", file, err)
+			return
+		}
+		isDir, _ := w.kind(p)
+		switch {
+		case w.in.Unknown != "":
+		case isDir && dirKeys[key]:
+			w.kustomization(p)
+		case isDir:
+			w.dir(p)
+		default:
+			w.file(p) // a missing file is an input all the same
+		}
+	}
+}
+
+// chart adds a chart's directory (templates, values.yaml, vendored subcharts
+// under charts/) and, recursively, the charts its Chart.yaml names with a
+// file:// repository (Helm's downloader resolves those relative to the chart).
+func (w *inputWalker) chart(dir string) {
+	if w.seen[dir] {
+		return
+	}
+	w.seen[dir] = true
+	w.dir(dir)
+	data, err := w.sb.readFile(path.Join(dir, "Chart.yaml"))
+	if err != nil {
+		return // helm fails on it; the directory is an input
+	}
+	var meta struct {
+		Dependencies []struct {
+			Repository string `yaml:"repository"`
+		} `yaml:"dependencies"`
+	}
+	if yaml.Unmarshal(data, &meta) != nil {
+		return
+	}
+	for _, d := range meta.Dependencies {
+		rel, ok := strings.CutPrefix(d.Repository, "file://")
+		if !ok {
+			continue // vendored under charts/ (in dir) or fetched by version
+		}
+		if strings.HasPrefix(rel, "/") {
+			w.unknown("%s/Chart.yaml: absolute dependency path %q", dir, rel)
+			continue
+		}
+		p, err := cleanRel(path.Join(dir, rel))
+		if err != nil {
+			w.unknown("%s/Chart.yaml: %v", dir, err)
+			continue
+		}
+		w.chart(p)
+	}
+}
+
+// jsonnetImport finds import, importstr and importbin of a string literal.
+var (
+	jsonnetImport  = regexp.MustCompile(`\bimport(?:str|bin)?\s*(?:'([^'\n]*)'|"([^"\n]*)")`)
+	jsonnetImports = regexp.MustCompile(`\bimport(?:str|bin)?\b`)
+)
+
+// jsonnet adds the library directories and the files the directory's jsonnet
+// imports outside it. An import the walker cannot read (not a plain string
+// literal) makes the inputs unknown.
+func (w *inputWalker) jsonnet(dir string, j *JsonnetOptions) {
+	var libs []string
+	for _, l := range j.Libs {
+		c, err := cleanRel(l)
+		if err != nil {
+			w.unknown("jsonnet library %q: %v", l, err)
+			return
+		}
+		libs = append(libs, c)
+		w.dir(c)
+	}
+	var files []string
+	_ = fs.WalkDir(w.sb.fsys(), dir, func(q string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && hasExt(q, ".jsonnet", ".libsonnet") {
+			files = append(files, q)
+		}
+		return nil
+	})
+	for len(files) > 0 && w.in.Unknown == "" {
+		f := files[0]
+		files = files[1:]
+		if w.seen[f] {
+			continue
+		}
+		w.seen[f] = true
+		data, err := w.sb.readFile(f)
+		if err != nil {
+			continue // missing or unreadable: the render fails on it
+		}
+		found := jsonnetImport.FindAllStringSubmatch(string(data), -1)
+		if len(found) != len(jsonnetImports.FindAllString(string(data), -1)) {
+			w.unknown("%s: an import the walker cannot follow", f)
+			return
+		}
+		for _, m := range found {
+			imp := m[1] + m[2]
+			if strings.HasPrefix(imp, "/") {
+				w.unknown("%s: absolute import %q", f, imp)
+				return
+			}
+			// go-jsonnet looks next to the importing file first, then in the
+			// library paths in order; every candidate counts.
+			for i, base := range append([]string{path.Dir(f)}, libs...) {
+				p, err := cleanRel(path.Join(base, imp))
+				if err != nil && i == 0 {
+					w.unknown("%s: %v", f, err)
+					return
+				}
+				if err != nil {
+					continue // not found in this library: it cannot leave the checkout
+				}
+				if p == dir || strings.HasPrefix(p, dir+"/") {
+					files = append(files, p)
+					continue
+				}
+				w.file(p)
+				if _, exists := w.kind(p); exists && hasExt(p, ".jsonnet", ".libsonnet") {
+					files = append(files, p)
+				}
+			}
+		}
+	}
+}
