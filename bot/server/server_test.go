@@ -66,7 +66,7 @@ func (r *running) deliver(ev bot.Event) (int, error) {
 // eventually polls cond for up to 30 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second) // generous: CI machines may be loaded
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
