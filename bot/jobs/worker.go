@@ -269,13 +269,7 @@ func (j *run) do(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	opts := j.w.opts.Report
-	if n := j.w.opts.MaxChars[j.pr.Host]; n > 0 {
-		// The adapters add a hidden head marker line to every page
-		// (hosttext.HeadMarker): leave room for it so no page gets truncated.
-		opts.MaxChars = n - len(hosttext.HeadMarker(j.pr.HeadSHA)) - 1
-	}
-	pages := report.Pages(rep, opts)
+	pages := j.w.opts.CommentPages(rep, j.pr)
 	state, outcome := checkState(rep)
 
 	// Post under the PR's lock, after checking no newer head took over, so an
@@ -302,6 +296,25 @@ func (j *run) do(ctx context.Context) (string, error) {
 		j.w.obs.ReportPosted(j.pr, rep)
 	}
 	return outcome, nil
+}
+
+// CommentPages renders rep as the pages of pr's sticky comment with o.Report, each
+// sized for pr's host (o.MaxChars) with room for the hidden head marker line the
+// adapters add to every page (hosttext.HeadMarker), so no page gets truncated. The
+// worker and `driftpreview comment` both post these.
+func (o Options) CommentPages(rep *diffing.Report, pr bot.PR) []string {
+	opts := o.Report
+	if n := o.MaxChars[pr.Host]; n > 0 {
+		opts.MaxChars = n - len(hosttext.HeadMarker(pr.HeadSHA)) - 1
+	}
+	return report.Pages(rep, opts)
+}
+
+// Verdict is the check run (GitHub) or commit status (GitLab) state of a report,
+// as the worker posts it; see checkState.
+func Verdict(rep *diffing.Report) bot.State {
+	s, _ := checkState(rep)
+	return s
 }
 
 // checkState is the verdict of a report: failure when a finding the PR introduces

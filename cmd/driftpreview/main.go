@@ -21,6 +21,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"version": runVersion,
 	"render":  runRender,
 	"preview": runPreview,
+	"comment": runComment,
 	"serve":   runServe,
 }
 
@@ -28,6 +29,9 @@ const usage = `usage:
   driftpreview preview [--repo DIR] --base REF --head REF [--config FILE]
                        [--kubeconfig PATH] [--context NAME] [--live-mode simulate|dry-run|off]
                        [--format markdown|json] [--target NAME]...
+  driftpreview comment [--host auto|github|gitlab] [--dry-run] [--repo DIR] [--config FILE]
+                       [--kubeconfig PATH] [--context NAME] [--live-mode simulate|dry-run|off]
+                       [--target NAME]...   (in GitHub Actions or GitLab CI: posts the preview)
   driftpreview render DIR [--helm-values FILE]... [--renderer auto|kustomize|helm|plain]
   driftpreview serve --config server.yaml
   driftpreview version

@@ -19,22 +19,12 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fl := flag.NewFlagSet("preview", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var (
-		repoDir    = fl.String("repo", ".", "git repository holding both commits (its working tree is not touched)")
-		base       = fl.String("base", "", "base ref or SHA (required)")
-		baseBranch = fl.String("base-branch", "", "the branch the PR merges into (default: read from --base when it is a remote-tracking branch such as origin/main, else main or master); GitOps sources of this repo at other branches are not affected by the PR")
-		head       = fl.String("head", "", "head ref or SHA (required)")
-		cfgFile    = fl.String("config", "", "repo config to use instead of .driftpreview.yaml at base")
-		kubeconfig = fl.String("kubeconfig", "", "kubeconfig for the live comparison (default: $KUBECONFIG; none means no live comparison)")
-		kubeCtx    = fl.String("context", "", "kubeconfig context")
-		liveMode   = fl.String("live-mode", "simulate", "simulate (read-only), dry-run (needs patch RBAC) or off")
-		format     = fl.String("format", "markdown", "markdown or json")
-		maxChars   = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
-		targets    stringList
-		repoURLs   stringList
-		argoCtx    = fl.String("argocd-context", "", "kubeconfig context of the cluster Argo CD runs in, where Applications are read (hub and spoke)")
+		base     = fl.String("base", "", "base ref or SHA (required)")
+		head     = fl.String("head", "", "head ref or SHA (required)")
+		format   = fl.String("format", "markdown", "markdown or json")
+		maxChars = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
 	)
-	fl.Var(&targets, "target", "only the targets of this name, or NAME@CLUSTER for one cluster's (repeatable)")
-	fl.Var(&repoURLs, "repo-url", "a URL of this repository, so Argo CD and Flux objects pointing at it are found (repeatable; the origin remote is always used)")
+	pf := addPreviewFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		return exitError
 	}
@@ -49,26 +39,12 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageErr("--base and --head are required")
 	case *format != "markdown" && *format != "json":
 		return usageErr(fmt.Sprintf("--format must be markdown or json, not %q", *format))
-	case *liveMode != "simulate" && *liveMode != "dry-run" && *liveMode != "off":
-		return usageErr(fmt.Sprintf("--live-mode must be simulate, dry-run or off, not %q", *liveMode))
 	}
-
-	req := preview.Request{RepoDir: *repoDir, Base: *base, Head: *head, ConfigFile: *cfgFile, Targets: targets, RepoURLs: repoURLs, BaseBranch: *baseBranch}
-	if *kubeconfig == "" {
-		*kubeconfig = os.Getenv("KUBECONFIG")
+	req, err := pf.request()
+	if err != nil {
+		return usageErr(err.Error())
 	}
-	if *kubeconfig != "" && *liveMode != "off" {
-		cl, err := kubeCluster(*kubeconfig, *kubeCtx, *liveMode)
-		if err != nil {
-			return usageErr(err.Error())
-		}
-		req.DefaultCluster = cl
-		if *argoCtx != "" {
-			if req.ArgoCDCluster, err = kubeCluster(*kubeconfig, *argoCtx, *liveMode); err != nil {
-				return usageErr(err.Error())
-			}
-		}
-	}
+	req.Base, req.Head = *base, *head
 
 	rep, err := preview.Run(ctx, req)
 	if err != nil {
@@ -88,11 +64,17 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		opts.MaxChars = *maxChars
 		fmt.Fprint(stdout, report.Markdown(rep, opts))
 	}
+	return exitCode(rep, "preview", stderr)
+}
+
+// exitCode is the contract's exit code for a report: a config error is 2 (the
+// report lists each with its line), failing findings 1, else 0.
+func exitCode(rep *diffing.Report, cmd string, stderr io.Writer) int {
 	for _, f := range rep.Findings {
 		if f.Rule == diffing.RuleConfigError {
-			// The report above lists each config error with its line; the exit code
-			// is the contract's "config error", not a policy verdict.
-			fmt.Fprintf(stderr, "driftpreview preview: %s\n", f.Message)
+			// The report lists each config error with its line; the exit code is
+			// the contract's "config error", not a policy verdict.
+			fmt.Fprintf(stderr, "driftpreview %s: %s\n", cmd, f.Message)
 			return exitError
 		}
 	}
@@ -100,6 +82,56 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitFailing
 	}
 	return exitOK
+}
+
+// previewFlags are the flags `preview` and `comment` share: where the repository
+// is, which config and targets, and the live cluster.
+type previewFlags struct {
+	repoDir, baseBranch, cfgFile  *string
+	kubeconfig, kubeCtx, liveMode *string
+	argoCtx                       *string
+	targets, repoURLs             stringList
+}
+
+func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
+	p := &previewFlags{
+		repoDir:    fl.String("repo", ".", "git repository holding both commits (its working tree is not touched)"),
+		baseBranch: fl.String("base-branch", "", "the branch the PR merges into (default: read from --base when it is a remote-tracking branch such as origin/main, else main or master); GitOps sources of this repo at other branches are not affected by the PR"),
+		cfgFile:    fl.String("config", "", "repo config to use instead of .driftpreview.yaml at base"),
+		kubeconfig: fl.String("kubeconfig", "", "kubeconfig for the live comparison (default: $KUBECONFIG; none means no live comparison)"),
+		kubeCtx:    fl.String("context", "", "kubeconfig context"),
+		liveMode:   fl.String("live-mode", "simulate", "simulate (read-only), dry-run (needs patch RBAC) or off"),
+		argoCtx:    fl.String("argocd-context", "", "kubeconfig context of the cluster Argo CD runs in, where Applications are read (hub and spoke)"),
+	}
+	fl.Var(&p.targets, "target", "only the targets of this name, or NAME@CLUSTER for one cluster's (repeatable)")
+	fl.Var(&p.repoURLs, "repo-url", "a URL of this repository, so Argo CD and Flux objects pointing at it are found (repeatable; the origin remote is always used)")
+	return p
+}
+
+// request checks the shared flags and builds the preview request (without base
+// and head), loading the kubeconfig when there is one and live mode is not off.
+func (p *previewFlags) request() (preview.Request, error) {
+	if m := *p.liveMode; m != "simulate" && m != "dry-run" && m != "off" {
+		return preview.Request{}, fmt.Errorf("--live-mode must be simulate, dry-run or off, not %q", m)
+	}
+	req := preview.Request{RepoDir: *p.repoDir, ConfigFile: *p.cfgFile, Targets: p.targets, RepoURLs: p.repoURLs, BaseBranch: *p.baseBranch}
+	kubeconfig := *p.kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	if kubeconfig != "" && *p.liveMode != "off" {
+		cl, err := kubeCluster(kubeconfig, *p.kubeCtx, *p.liveMode)
+		if err != nil {
+			return req, err
+		}
+		req.DefaultCluster = cl
+		if *p.argoCtx != "" {
+			if req.ArgoCDCluster, err = kubeCluster(kubeconfig, *p.argoCtx, *p.liveMode); err != nil {
+				return req, err
+			}
+		}
+	}
+	return req, nil
 }
 
 // kubeCluster loads one context of a kubeconfig (a path or a list like $KUBECONFIG).

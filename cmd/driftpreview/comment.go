@@ -1,0 +1,434 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/driftpreview/driftpreview/bot"
+	"github.com/driftpreview/driftpreview/bot/github"
+	"github.com/driftpreview/driftpreview/bot/gitlab"
+	"github.com/driftpreview/driftpreview/bot/jobs"
+	"github.com/driftpreview/driftpreview/bot/preview"
+	"github.com/driftpreview/driftpreview/bot/report"
+)
+
+// GitLabTokenVar is the CI/CD variable `driftpreview comment` reads GitLab's token
+// from. CI_JOB_TOKEN cannot write merge request notes or commit statuses, so this
+// is a project or group access token (role Developer, scope api), stored as a
+// masked variable.
+const GitLabTokenVar = "DRIFTPREVIEW_GITLAB_TOKEN"
+
+// commentHost is what `comment` needs from an adapter (*github.Client,
+// *gitlab.Client): the two calls the bot's worker posts a result with.
+type commentHost interface {
+	UpsertComment(ctx context.Context, pr bot.PR, key string, pages []string) error
+	SetStatus(ctx context.Context, pr bot.PR, s bot.Status) error
+}
+
+// ciEnv is the pull request a CI job runs for, read from the host's predefined
+// variables. token is a secret: never printed.
+type ciEnv struct {
+	host       string // "github" or "gitlab"
+	pr         bot.PR
+	token      string
+	apiURL     string // GitHub: the REST root; GitLab: the instance root
+	detailsURL string // the job or run, linked from the check
+	webURL     string // the repository's web URL, for --repo-url
+	// readOnly is a GitHub pull_request run from a fork: its GITHUB_TOKEN cannot
+	// write, so the comment goes to the job summary instead.
+	readOnly bool
+	summary  string // GITHUB_STEP_SUMMARY, when set
+}
+
+// runComment is `driftpreview comment`: the preview of the pull request a CI job
+// runs for (GitHub Actions or GitLab CI, from their predefined variables), posted
+// through the bot's own adapters: the sticky comment split into numbered
+// follow-ups (stale ones deleted) and a check run (GitHub) or commit status
+// (GitLab). Exit codes are preview's.
+func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("comment", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	var (
+		hostFlag  = fl.String("host", "auto", "github, gitlab, or auto (GITHUB_ACTIONS or GITLAB_CI decides)")
+		dryRun    = fl.Bool("dry-run", false, "print the comment and the check instead of posting them")
+		botLogin  = fl.String("github-login", "github-actions[bot]", "GitHub: the login comments are posted as, so only its earlier comments are edited (set it to the user of a personal access token)")
+		checkName = fl.String("check-name", "driftpreview", "name of the check run (GitHub) or commit status (GitLab); required checks refer to it")
+	)
+	pf := addPreviewFlags(fl)
+	if err := fl.Parse(args); err != nil {
+		return exitError
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "driftpreview comment: "+format+"\n", a...)
+		return exitError
+	}
+	if fl.NArg() > 0 {
+		return fail("unexpected argument %q", fl.Arg(0))
+	}
+	env, err := readCIEnv(*hostFlag, os.Getenv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	req, err := pf.request()
+	if err != nil {
+		return fail("%v", err)
+	}
+	req.Base, req.Head = env.pr.BaseSHA, env.pr.HeadSHA
+	if req.BaseBranch == "" {
+		req.BaseBranch = env.pr.BaseRef
+	}
+	if env.webURL != "" {
+		req.RepoURLs = append(req.RepoURLs, env.webURL)
+	}
+	if err := haveCommits(ctx, req.RepoDir, env.host, env.pr.BaseSHA, env.pr.HeadSHA); err != nil {
+		return fail("%v", err)
+	}
+	var host commentHost
+	if !*dryRun {
+		if host, err = newCommentHost(env, *botLogin, *checkName); err != nil {
+			return fail("%v", err)
+		}
+	}
+	where := fmt.Sprintf("%s#%d", env.pr.Repo, env.pr.Number)
+	if env.host == "gitlab" {
+		where = fmt.Sprintf("%s!%d", env.pr.Repo, env.pr.Number)
+	}
+	started := time.Now()
+	post := host != nil && !env.readOnly
+	if env.readOnly {
+		forkNotice(stderr, env)
+	}
+	if post {
+		err := host.SetStatus(ctx, env.pr, bot.Status{State: bot.StateInProgress,
+			Title:     "Previewing " + shortSHA(env.pr.BaseSHA) + ".." + shortSHA(env.pr.HeadSHA),
+			StartedAt: started, DetailsURL: env.detailsURL})
+		switch {
+		case err != nil && env.host == "github" && github.IsForbidden(err):
+			// The first write says what the payload could not: this token may
+			// not write (a fork, or the workflow's permissions block).
+			post = false
+			env.readOnly = true
+			forkNotice(stderr, env)
+		case err != nil:
+			return fail("setting the in-progress status on %s: %v", where, err)
+		}
+	}
+
+	rep, err := preview.Run(ctx, req)
+	if err != nil {
+		if post {
+			// Completed as an error, so the check never stays in progress.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			_ = host.SetStatus(sctx, env.pr, bot.Status{State: bot.StateError, Title: "driftpreview failed: " + firstLine(err.Error()),
+				Summary: "The preview failed: " + err.Error(), StartedAt: started, DetailsURL: env.detailsURL})
+			cancel()
+		}
+		return fail("%v", err)
+	}
+	jo := jobs.DefaultOptions()
+	jo.Report.RerunHint = "Re-run the CI job to refresh against the live cluster."
+	pages := jo.CommentPages(rep, env.pr)
+	fmt.Fprint(stdout, strings.Join(pages, "\n"))
+	if env.summary != "" {
+		if err := appendSummary(env.summary, pages); err != nil {
+			fmt.Fprintf(stderr, "driftpreview comment: writing the job summary: %v\n", err)
+		}
+	}
+	state := jobs.Verdict(rep)
+	switch {
+	case *dryRun:
+		fmt.Fprintf(stderr, "driftpreview comment: dry run: would post %d comment page(s) on %s and set %s to %s\n", len(pages), where, *checkName, state)
+	case post:
+		if err := host.UpsertComment(ctx, env.pr, "", pages); err != nil {
+			return fail("posting the comment on %s: %v", where, err)
+		}
+		if err := host.SetStatus(ctx, env.pr, bot.Status{State: state, Title: report.Title(rep), Summary: pages[0],
+			StartedAt: started, DetailsURL: env.detailsURL}); err != nil {
+			return fail("setting the final status on %s: %v", where, err)
+		}
+		fmt.Fprintf(stderr, "driftpreview comment: posted %d comment page(s) on %s; %s is %s\n", len(pages), where, *checkName, state)
+	}
+	return exitCode(rep, "comment", stderr)
+}
+
+// readCIEnv reads the pull request, token and URLs from the CI host's predefined
+// variables. host "auto" picks GitHub Actions (GITHUB_ACTIONS=true) or GitLab CI
+// (GITLAB_CI=true).
+func readCIEnv(host string, getenv func(string) string) (*ciEnv, error) {
+	if host == "auto" {
+		switch {
+		case getenv("GITHUB_ACTIONS") == "true":
+			host = "github"
+		case getenv("GITLAB_CI") == "true":
+			host = "gitlab"
+		default:
+			return nil, errors.New("not in GitHub Actions (GITHUB_ACTIONS) nor GitLab CI (GITLAB_CI); pass --host github or --host gitlab with their variables set, or run `driftpreview preview` to print the comment")
+		}
+	}
+	switch host {
+	case "github":
+		return githubEnv(getenv)
+	case "gitlab":
+		return gitlabEnv(getenv)
+	}
+	return nil, fmt.Errorf("--host must be github, gitlab or auto, not %q", host)
+}
+
+// githubEvent is the part of a pull_request or pull_request_target event payload
+// (GITHUB_EVENT_PATH) that names the pull request.
+// https://docs.github.com/en/webhooks/webhook-events-and-payloads#pull_request
+type githubEvent struct {
+	Number      int `json:"number"`
+	PullRequest *struct {
+		Number  int    `json:"number"`
+		HTMLURL string `json:"html_url"`
+		Base    struct {
+			Ref  string `json:"ref"`
+			SHA  string `json:"sha"`
+			Repo *struct {
+				FullName string `json:"full_name"`
+			} `json:"repo"`
+		} `json:"base"`
+		Head struct {
+			Ref  string `json:"ref"`
+			SHA  string `json:"sha"`
+			Repo *struct {
+				FullName string `json:"full_name"`
+			} `json:"repo"` // null when the fork was deleted
+		} `json:"head"`
+	} `json:"pull_request"`
+}
+
+// maxEventBytes bounds the event payload read; GitHub caps webhook payloads at
+// 25 MB.
+const maxEventBytes = 25 << 20
+
+func githubEnv(getenv func(string) string) (*ciEnv, error) {
+	event := getenv("GITHUB_EVENT_NAME")
+	if event != "pull_request" && event != "pull_request_target" {
+		return nil, fmt.Errorf("GITHUB_EVENT_NAME is %q: run driftpreview comment on pull_request (or pull_request_target) events; `driftpreview preview` prints the comment elsewhere", event)
+	}
+	path := getenv("GITHUB_EVENT_PATH")
+	if path == "" {
+		return nil, errors.New("GITHUB_EVENT_PATH is not set; it is the event payload file GitHub Actions provides")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the event payload: %w", err)
+	}
+	defer f.Close()
+	var ev githubEvent
+	if err := json.NewDecoder(io.LimitReader(f, maxEventBytes)).Decode(&ev); err != nil {
+		return nil, fmt.Errorf("reading the event payload %s: %v", path, err)
+	}
+	p := ev.PullRequest
+	if p == nil || p.Base.SHA == "" || p.Head.SHA == "" {
+		return nil, fmt.Errorf("event payload %s has no pull_request with base.sha and head.sha", path)
+	}
+	repo := getenv("GITHUB_REPOSITORY")
+	if p.Base.Repo != nil && p.Base.Repo.FullName != "" {
+		if repo != "" && !strings.EqualFold(repo, p.Base.Repo.FullName) {
+			return nil, fmt.Errorf("GITHUB_REPOSITORY %q is not the pull request's base repository %q", repo, p.Base.Repo.FullName)
+		}
+		repo = p.Base.Repo.FullName
+	}
+	if repo == "" {
+		return nil, errors.New("GITHUB_REPOSITORY is not set")
+	}
+	number := p.Number
+	if number == 0 {
+		number = ev.Number
+	}
+	env := &ciEnv{
+		host: "github",
+		pr: bot.PR{Host: "github", Repo: repo, Number: number, BaseRef: p.Base.Ref, BaseSHA: p.Base.SHA,
+			HeadRef: p.Head.Ref, HeadSHA: p.Head.SHA, URL: p.HTMLURL},
+		token:   getenv("GITHUB_TOKEN"),
+		apiURL:  getenv("GITHUB_API_URL"),
+		summary: getenv("GITHUB_STEP_SUMMARY"),
+	}
+	if p.Head.Repo == nil || !strings.EqualFold(p.Head.Repo.FullName, repo) {
+		env.pr.Fork = true
+		if p.Head.Repo != nil {
+			env.pr.HeadRepo = p.Head.Repo.FullName
+		}
+		// pull_request runs from forks get a read-only GITHUB_TOKEN, so nothing
+		// is posted; pull_request_target runs have a write token. Other tokens
+		// that may not write are found by the 403 of the first write.
+		env.readOnly = event == "pull_request"
+	}
+	if env.apiURL == "" {
+		env.apiURL = "https://api.github.com"
+	}
+	if server := strings.TrimSuffix(getenv("GITHUB_SERVER_URL"), "/"); server != "" {
+		env.webURL = server + "/" + repo
+		if run := getenv("GITHUB_RUN_ID"); run != "" {
+			env.detailsURL = env.webURL + "/actions/runs/" + run
+		}
+	}
+	if env.token == "" && !env.readOnly {
+		return nil, errors.New("GITHUB_TOKEN is not set: pass it to the step (env: GITHUB_TOKEN: ${{ github.token }}) and grant the job permissions pull-requests: write, checks: write, contents: read")
+	}
+	return env, nil
+}
+
+func gitlabEnv(getenv func(string) string) (*ciEnv, error) {
+	iid, _ := strconv.Atoi(getenv("CI_MERGE_REQUEST_IID"))
+	if iid <= 0 {
+		return nil, errors.New("CI_MERGE_REQUEST_IID is not set: run driftpreview comment in a merge request pipeline (rules: - if: $CI_PIPELINE_SOURCE == \"merge_request_event\")")
+	}
+	// The merge request's project: where the notes go. In a pipeline of a fork's
+	// merge request run in the parent project, CI_PROJECT_ID is the parent too.
+	projectVar := "CI_MERGE_REQUEST_PROJECT_ID"
+	if getenv(projectVar) == "" {
+		projectVar = "CI_PROJECT_ID"
+	}
+	project, err := strconv.ParseInt(getenv(projectVar), 10, 64)
+	if err != nil || project <= 0 {
+		return nil, fmt.Errorf("%s %q is not a project ID", projectVar, getenv(projectVar))
+	}
+	repo := getenv("CI_MERGE_REQUEST_PROJECT_PATH")
+	if repo == "" {
+		repo = getenv("CI_PROJECT_PATH")
+	}
+	// In a merged results pipeline CI_COMMIT_SHA is the temporary merge commit;
+	// the merge request's head is then CI_MERGE_REQUEST_SOURCE_BRANCH_SHA.
+	head := getenv("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA")
+	if head == "" {
+		head = getenv("CI_COMMIT_SHA")
+	}
+	base := getenv("CI_MERGE_REQUEST_DIFF_BASE_SHA")
+	if base == "" || head == "" {
+		return nil, errors.New("CI_MERGE_REQUEST_DIFF_BASE_SHA or CI_COMMIT_SHA is not set: run driftpreview comment in a merge request pipeline")
+	}
+	api := strings.TrimSuffix(getenv("CI_API_V4_URL"), "/")
+	root, ok := strings.CutSuffix(api, "/api/v4")
+	if !ok || root == "" {
+		return nil, fmt.Errorf("CI_API_V4_URL %q does not end in /api/v4", api)
+	}
+	env := &ciEnv{
+		host: "gitlab",
+		pr: bot.PR{Host: "gitlab", Repo: repo, Number: iid, ProjectID: project,
+			BaseRef: getenv("CI_MERGE_REQUEST_TARGET_BRANCH_NAME"), BaseSHA: base,
+			HeadRef: getenv("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME"), HeadSHA: head},
+		token:  getenv(GitLabTokenVar),
+		apiURL: root,
+		webURL: strings.TrimSuffix(getenv("CI_MERGE_REQUEST_PROJECT_URL"), "/"),
+	}
+	if env.webURL == "" {
+		env.webURL = strings.TrimSuffix(getenv("CI_PROJECT_URL"), "/")
+	}
+	if env.webURL != "" {
+		env.pr.URL = env.webURL + "/-/merge_requests/" + strconv.Itoa(iid)
+	}
+	if src := getenv("CI_MERGE_REQUEST_SOURCE_PROJECT_ID"); src != "" && src != strconv.FormatInt(project, 10) {
+		env.pr.Fork = true
+		env.pr.HeadRepo = getenv("CI_MERGE_REQUEST_SOURCE_PROJECT_PATH")
+	}
+	env.detailsURL = getenv("CI_JOB_URL")
+	if env.detailsURL == "" {
+		env.detailsURL = getenv("CI_PIPELINE_URL")
+	}
+	if env.token == "" {
+		msg := GitLabTokenVar + " is not set: CI_JOB_TOKEN cannot write merge request notes, so create a project access token (role Developer, scope api) and store it as a masked CI/CD variable " + GitLabTokenVar
+		if env.pr.Fork {
+			msg += "; pipelines of merge requests from forks run in the fork and do not see the parent's variables: run them in the parent project (Run pipeline on the merge request)"
+		}
+		return nil, errors.New(msg)
+	}
+	return env, nil
+}
+
+// newCommentHost builds the bot's adapter for env, authenticated with its token.
+func newCommentHost(env *ciEnv, botLogin, checkName string) (commentHost, error) {
+	switch env.host {
+	case "github":
+		o := github.DefaultOptions()
+		o.Token = env.token
+		o.APIURL = env.apiURL
+		o.BotLogin = botLogin
+		o.CheckName = checkName
+		if o.Token == "" {
+			return nil, nil
+		}
+		return github.New(o)
+	case "gitlab":
+		o := gitlab.DefaultOptions()
+		o.URL = env.apiURL
+		o.Token = env.token
+		o.PostOnly = true
+		o.StatusName = checkName
+		return gitlab.New(o)
+	}
+	return nil, fmt.Errorf("unknown host %q", env.host)
+}
+
+// forkNotice says why nothing is posted and how to post for fork pull requests.
+// The ::warning:: line is an Actions workflow command (an annotation on the run).
+func forkNotice(w io.Writer, env *ciEnv) {
+	fmt.Fprintf(w, "::warning title=driftpreview::The GITHUB_TOKEN of this run cannot write to %s (a pull_request run from a fork gets a read-only token), so the preview goes to the job summary instead of a comment.\n", env.pr.Repo)
+	fmt.Fprint(w, `driftpreview comment: to comment on pull requests from forks, run the workflow on pull_request_target (it gets a write token and the base repository's secrets) and keep it safe:
+  - check out the PR head by SHA (ref: ${{ github.event.pull_request.head.sha }}, persist-credentials: false) and run nothing from it but driftpreview, which only reads manifests and never executes the PR's code;
+  - pin the driftpreview version and the actions by SHA, and give the job only pull-requests: write, checks: write, contents: read;
+  - give the kubeconfig read-only RBAC (--live-mode simulate) and gate the job with an environment that requires approval for outside contributors.
+`)
+}
+
+// appendSummary adds the comment to the GitHub Actions job summary (markdown).
+func appendSummary(path string, pages []string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(f, strings.Join(pages, "\n")+"\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// haveCommits makes sure base and head are in the checkout, fetching them by SHA
+// from origin when a shallow clone lacks them.
+func haveCommits(ctx context.Context, dir, host string, shas ...string) error {
+	for _, sha := range shas {
+		if gitOK(ctx, dir, "cat-file", "-e", sha+"^{commit}") {
+			continue
+		}
+		if gitOK(ctx, dir, "fetch", "--quiet", "--no-tags", "origin", sha) && gitOK(ctx, dir, "cat-file", "-e", sha+"^{commit}") {
+			continue
+		}
+		hint := "check out with fetch-depth: 0 (actions/checkout)"
+		if host == "gitlab" {
+			hint = "set GIT_DEPTH: 0 on the job"
+		}
+		return fmt.Errorf("commit %s is not in the checkout %s and could not be fetched from origin: %s", sha, dir, hint)
+	}
+	return nil
+}
+
+func gitOK(ctx context.Context, dir string, args ...string) bool {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	return cmd.Run() == nil
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
