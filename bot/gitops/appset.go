@@ -1,18 +1,11 @@
 package gitops
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
-	"text/template"
 
 	"sigs.k8s.io/yaml"
 
@@ -28,31 +21,59 @@ type appSet struct {
 		GoTemplateOptions []string                     `json:"goTemplateOptions"`
 		Generators        []map[string]json.RawMessage `json:"generators"`
 		Template          map[string]any               `json:"template"`
-		TemplatePatch     string                       `json:"templatePatch"`
+		TemplatePatch     *string                      `json:"templatePatch"`
+		SyncPolicy        *struct {
+			PreserveResourcesOnDeletion bool   `json:"preserveResourcesOnDeletion"`
+			ApplicationsSync            string `json:"applicationsSync"`
+		} `json:"syncPolicy"`
 	} `json:"spec"`
 }
 
-type listGenerator struct {
-	Elements []map[string]any `json:"elements"`
+// resourcesFinalizer is Argo CD's resources finalizer (argoappsv1.ResourcesFinalizerName).
+const resourcesFinalizer = "resources-finalizer.argocd.argoproj.io"
+
+// SetInfo is what discovery knows about one ApplicationSet at one side of the PR:
+// the Applications it generates (by name, as Argo CD renders them) and how its
+// controller treats them. Complete is false when a generator could not be
+// expanded, so an Application missing from Apps may still be generated.
+type SetInfo struct {
+	Name, Namespace, File string
+	Apps                  map[string]map[string]any
+	Complete              bool
+	// Policy is spec.syncPolicy.applicationsSync ("" means sync).
+	Policy string
+	// Preserve is spec.syncPolicy.preserveResourcesOnDeletion.
+	Preserve bool
 }
 
-type gitGenerator struct {
-	RepoURL     string `json:"repoURL"`
-	Revision    string `json:"revision"`
-	Directories []struct {
-		Path    string `json:"path"`
-		Exclude bool   `json:"exclude"`
-	} `json:"directories"`
-	Files []json.RawMessage `json:"files"`
+// AllowsDelete follows ApplicationsSyncPolicy.AllowDelete (argo-cd
+// pkg/apis/application/v1alpha1/applicationset_types.go): only sync (the
+// default) and create-delete let the ApplicationSet controller delete an
+// Application its generators no longer produce.
+func (s SetInfo) AllowsDelete() bool {
+	return s.Policy == "" || s.Policy == "sync" || s.Policy == "create-delete"
 }
 
-// expandAppSet turns an ApplicationSet into the Applications its list and git
-// directory generators produce. Generators driftpreview does not expand become
-// not-rendered entries and notes.
-func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []config.Target, notes []string) {
+// AllowsUpdate follows ApplicationsSyncPolicy.AllowUpdate: sync and create-update.
+func (s SetInfo) AllowsUpdate() bool {
+	return s.Policy == "" || s.Policy == "sync" || s.Policy == "create-update"
+}
+
+// expandAppSet turns an ApplicationSet into the Applications Argo CD generates from
+// it (applicationset/controllers/template/template.go GenerateApplications).
+// Generators driftpreview cannot expand become not-rendered entries and notes;
+// the others are still expanded.
+func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []config.Target, notes []string, info SetInfo) {
 	ns := m.namespaceOr(defaultArgoNS)
+	info = SetInfo{Name: m.Name, Namespace: ns, File: m.File, Apps: map[string]map[string]any{}, Complete: true}
 	key := render.ObjectKey{Group: groupArgo, Kind: "ApplicationSet", Namespace: ns, Name: m.Name}
+	var reasons []string
 	skip := func(reason string) {
+		info.Complete = false
+		if slices.Contains(reasons, reason) {
+			return
+		}
+		reasons = append(reasons, reason)
 		notRendered = append(notRendered, config.Target{
 			Name:       m.Name,
 			Controller: &diffing.Controller{Kind: "ApplicationSet", Name: m.Name, Namespace: ns, Source: m.File},
@@ -64,62 +85,78 @@ func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []c
 	var as appSet
 	if err := m.decode(&as); err != nil {
 		skip(fmt.Sprintf("invalid ApplicationSet: %v", err))
-		return nil, notRendered, notes
+		return nil, notRendered, notes, info
 	}
-	if as.Spec.TemplatePatch != "" {
-		notes = append(notes, fmt.Sprintf("ApplicationSet %s (%s): templatePatch is not applied by driftpreview", m.Name, m.where()))
+	if sp := as.Spec.SyncPolicy; sp != nil {
+		info.Policy, info.Preserve = sp.ApplicationsSync, sp.PreserveResourcesOnDeletion
 	}
-	var paramSets []map[string]any
-	for _, g := range as.Spec.Generators {
-		kinds := make([]string, 0, len(g))
-		for k := range g {
-			if k != "selector" {
-				kinds = append(kinds, k)
-			}
-		}
-		sort.Strings(kinds)
-		for _, kind := range kinds {
-			switch kind {
-			case "list":
-				var lg listGenerator
-				if err := json.Unmarshal(g[kind], &lg); err != nil {
-					skip(fmt.Sprintf("list generator: %v", err))
-					continue
-				}
-				paramSets = append(paramSets, lg.Elements...)
-			case "git":
-				var gg gitGenerator
-				if err := json.Unmarshal(g[kind], &gg); err != nil {
-					skip(fmt.Sprintf("git generator: %v", err))
-					continue
-				}
-				if len(gg.Files) > 0 || len(gg.Directories) == 0 {
-					skip("ApplicationSet generator git files is not expanded by driftpreview")
-					continue
-				}
-				if !d.thisRepo(argoSource{RepoURL: gg.RepoURL, Path: "."}) {
-					skip("source outside this repo: " + gg.RepoURL)
-					continue
-				}
-				dirs, err := d.matchDirs(gg)
-				if err != nil {
-					skip(fmt.Sprintf("git generator: %v", err))
-					continue
-				}
-				for _, dir := range dirs {
-					paramSets = append(paramSets, pathParams(dir, as.Spec.GoTemplate))
-				}
-			default:
-				skip(fmt.Sprintf("ApplicationSet generator %s is not expanded by driftpreview", kind))
-			}
-		}
+	e := &expander{d: d, goTpl: as.Spec.GoTemplate, goOpts: as.Spec.GoTemplateOptions, ns: ns}
+	type generated struct {
+		params   []map[string]any
+		template map[string]any
 	}
-	for _, params := range paramSets {
-		obj, err := applyTemplate(as.Spec.Template, params, as.Spec.GoTemplate, as.Spec.GoTemplateOptions)
-		if err != nil {
-			skip(fmt.Sprintf("template: %v", err))
+	var all []generated
+	var failed error
+	for i, g := range as.Spec.Generators {
+		kinds := generatorKinds(g)
+		if len(kinds) == 0 {
+			// CheckInvalidGenerators (applicationset/utils/utils.go): Argo CD
+			// logs an unrecognized generator and generates nothing from it.
+			notes = append(notes, fmt.Sprintf("ApplicationSet %s (%s): generator %d names no generator Argo CD knows; Argo CD ignores it", m.Name, m.where(), i+1))
 			continue
 		}
+		for _, kind := range kinds {
+			params, err := e.generate(kind, g, nil, 0)
+			var ne *notExpanded
+			switch {
+			case errors.As(err, &ne):
+				skip(ne.reason)
+				continue
+			case err != nil:
+				failed = fmt.Errorf("generator %s: %w", kind, err)
+			}
+			if failed != nil {
+				break
+			}
+			// mergeGeneratorTemplate (generator_spec_processor.go): the
+			// generator's own template, filled in from the ApplicationSet's.
+			tpl := deepCopyMap(as.Spec.Template)
+			if gt := generatorTemplate(g[kind]); gt != nil {
+				tpl = fillFrom(gt, tpl)
+			}
+			all = append(all, generated{params: params, template: tpl})
+		}
+		if failed != nil {
+			break
+		}
+	}
+	var objs []map[string]any
+	if failed == nil {
+		for _, gen := range all {
+			for _, params := range gen.params {
+				obj, err := e.renderApp(gen.template, params, as.Spec.TemplatePatch, info.Preserve)
+				if err != nil {
+					failed = err
+					break
+				}
+				objs = append(objs, obj)
+			}
+			if failed != nil {
+				break
+			}
+		}
+	}
+	if failed != nil {
+		// GenerateApplications returns its first error and the controller then
+		// creates, updates and deletes nothing (applicationset_controller.go
+		// Reconcile): the set is not rendered, and its live Applications stay.
+		skip(fmt.Sprintf("%v (Argo CD applies nothing of an ApplicationSet whose generation fails)", failed))
+		return nil, notRendered, notes, info
+	}
+	// Applications are created in name order (Reconcile sorts validApps); two
+	// with the same name are one Application, the last one rendered winning.
+	byName := map[string]*manifest{}
+	for _, obj := range objs {
 		obj["apiVersion"] = "argoproj.io/v1alpha1"
 		obj["kind"] = "Application"
 		md, _ := obj["metadata"].(map[string]any)
@@ -127,6 +164,7 @@ func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []c
 			md = map[string]any{}
 			obj["metadata"] = md
 		}
+		// The app's namespace must be the ApplicationSet's (template.go).
 		md["namespace"] = ns
 		app := newManifest(obj)
 		if app == nil {
@@ -134,203 +172,253 @@ func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []c
 			continue
 		}
 		app.File, app.Line, app.Parent, app.Cluster, app.Generator = m.File, m.Line, m.Parent, m.Cluster, m.Name
-		apps = append(apps, app)
+		if _, dup := byName[app.Name]; dup {
+			notes = append(notes, fmt.Sprintf("ApplicationSet %s (%s): two parameter sets generate Application %s; Argo CD keeps one", m.Name, m.where(), app.Name))
+		}
+		byName[app.Name] = app
+		info.Apps[app.Name] = obj
 	}
-	return apps, notRendered, notes
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		apps = append(apps, byName[n])
+	}
+	return apps, notRendered, notes, info
 }
 
-// matchDirs lists the repository directories a git directory generator selects.
-func (d *discovery) matchDirs(gg gitGenerator) ([]string, error) {
-	var all []string
-	err := filepath.WalkDir(d.root, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+// generatorKinds are the generators one entry of spec.generators names
+// (GetRelevantGenerators: every field but the selector), in a stable order.
+func generatorKinds(g map[string]json.RawMessage) []string {
+	var kinds []string
+	for k, v := range g {
+		if k == "selector" || string(v) == "null" {
+			continue
 		}
-		if !e.IsDir() || p == d.root {
-			return nil
-		}
-		if e.Name() == ".git" || e.Name() == "node_modules" {
-			return filepath.SkipDir
-		}
-		rel, _ := filepath.Rel(d.root, p)
-		all = append(all, filepath.ToSlash(rel))
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+// generatorTemplate is the template a generator carries (git.template, …).
+func generatorTemplate(raw json.RawMessage) map[string]any {
+	var g struct {
+		Template map[string]any `json:"template"`
+	}
+	if json.Unmarshal(raw, &g) != nil || len(g.Template) == 0 {
 		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing directories: %w", err)
 	}
-	var out []string
-	for _, dir := range all {
-		in := false
-		for _, g := range gg.Directories {
-			ok, err := path.Match(strings.TrimPrefix(g.Path, "./"), dir)
-			if err != nil {
-				return nil, fmt.Errorf("directory pattern %q: %w", g.Path, err)
-			}
-			if ok {
-				if g.Exclude {
-					in = false
-					break
-				}
-				in = true
-			}
-		}
-		if in {
-			out = append(out, dir)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
+	return g.Template
 }
 
-// pathParams are the parameters a git directory generator gives its template.
-func pathParams(dir string, goTemplate bool) map[string]any {
-	segs := strings.Split(dir, "/")
-	base := segs[len(segs)-1]
-	if goTemplate {
-		s := make([]any, len(segs))
-		for i, v := range segs {
-			s[i] = v
+// fillFrom fills the fields dst lacks (or has empty) from src, recursing into
+// maps: mergo.Merge without override, as mergeGeneratorTemplate uses it.
+func fillFrom(dst, src map[string]any) map[string]any {
+	for k, sv := range src {
+		dv, ok := dst[k]
+		if !ok || isZero(dv) {
+			dst[k] = sv
+			continue
 		}
-		return map[string]any{"path": map[string]any{
-			"path": dir, "basename": base, "basenameNormalized": normalizeName(base), "segments": s,
-		}}
+		if dm, ok := dv.(map[string]any); ok {
+			if sm, ok := sv.(map[string]any); ok {
+				dst[k] = fillFrom(dm, sm)
+			}
+		}
 	}
-	p := map[string]any{"path": dir, "path.basename": base, "path.basenameNormalized": normalizeName(base)}
-	for i, v := range segs {
-		p["path["+strconv.Itoa(i)+"]"] = v
-	}
-	return p
+	return dst
 }
 
-var nonDNS = regexp.MustCompile(`[^a-z0-9-.]+`)
-
-// normalizeName is Argo CD's basenameNormalized: a DNS-1123 friendly name.
-func normalizeName(s string) string { return nonDNS.ReplaceAllString(strings.ToLower(s), "-") }
-
-var fastTag = regexp.MustCompile(`\{\{\s*([^{}]+?)\s*\}\}`)
-
-// applyTemplate renders an ApplicationSet template with one parameter set, string
-// by string, the way Argo CD does (fasttemplate {{param}}, or Go templates).
-func applyTemplate(tpl map[string]any, params map[string]any, goTemplate bool, goOpts []string) (map[string]any, error) {
-	var subst func(string) (string, error)
-	if goTemplate {
-		subst = func(s string) (string, error) {
-			if !strings.Contains(s, "{{") {
-				return s, nil
-			}
-			t := template.New("template").Funcs(templateFuncs)
-			for _, o := range goOpts {
-				t = t.Option(o)
-			}
-			t, err := t.Parse(s)
-			if err != nil {
-				return "", err
-			}
-			var buf bytes.Buffer
-			if err := t.Execute(&buf, params); err != nil {
-				return "", err
-			}
-			return buf.String(), nil
-		}
-	} else {
-		flat := map[string]string{}
-		flatten("", params, flat)
-		subst = func(s string) (string, error) {
-			return fastTag.ReplaceAllStringFunc(s, func(tag string) string {
-				name := strings.TrimSpace(tag[2 : len(tag)-2])
-				if v, ok := flat[name]; ok {
-					return v
-				}
-				return tag // Argo CD leaves unknown parameters as they are
-			}), nil
-		}
-	}
-	out, err := substTree(tpl, subst)
-	if err != nil {
-		return nil, err
-	}
-	m, _ := out.(map[string]any)
-	if m == nil {
-		m = map[string]any{}
-	}
-	return m, nil
-}
-
-func substTree(v any, subst func(string) (string, error)) (any, error) {
+func isZero(v any) bool {
 	switch x := v.(type) {
+	case nil:
+		return true
 	case string:
-		return subst(x)
+		return x == ""
+	case bool:
+		return !x
+	case float64:
+		return x == 0
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	out, _ := deepCopy(m).(map[string]any)
+	return out
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			s, err := substTree(e, subst)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = s
+			out[k] = deepCopy(e)
 		}
-		return out, nil
+		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			s, err := substTree(e, subst)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = s
+			out[i] = deepCopy(e)
 		}
-		return out, nil
-	}
-	return v, nil
-}
-
-func flatten(prefix string, v any, out map[string]string) {
-	switch x := v.(type) {
-	case map[string]any:
+		return out
+	case map[string]string:
+		out := make(map[string]any, len(x))
 		for k, e := range x {
-			key := k
-			if prefix != "" {
-				key = prefix + "." + k
-			}
-			flatten(key, e, out)
+			out[k] = e
 		}
-	case string:
-		out[prefix] = x
-	case nil:
-		out[prefix] = ""
-	default:
-		b, _ := json.Marshal(x)
-		out[prefix] = string(b)
+		return out
 	}
+	return v
 }
 
-// templateFuncs are the Sprig-style functions ApplicationSet Go templates use most;
-// a template calling another function fails to parse and is reported.
-var templateFuncs = template.FuncMap{
-	"lower":      strings.ToLower,
-	"upper":      strings.ToUpper,
-	"trim":       strings.TrimSpace,
-	"replace":    func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
-	"trimPrefix": func(p, s string) string { return strings.TrimPrefix(s, p) },
-	"trimSuffix": func(p, s string) string { return strings.TrimSuffix(s, p) },
-	"normalize":  normalizeName,
-	"quote":      strconv.Quote,
-	"join": func(sep string, v []any) string {
-		s := make([]string, len(v))
-		for i, e := range v {
-			s[i] = fmt.Sprint(e)
+// renderApp renders one Application from the template and one parameter set
+// (utils.Render.RenderTemplateParams), applies templatePatch
+// (controllers/template/patch.go) and adds the resources finalizer the way
+// Argo CD does.
+func (e *expander) renderApp(tpl map[string]any, params map[string]any, patch *string, preserve bool) (map[string]any, error) {
+	out, err := e.substTree(tpl, params, nil)
+	if err != nil {
+		return nil, err
+	}
+	obj, _ := out.(map[string]any)
+	if obj == nil {
+		obj = map[string]any{}
+	}
+	// The template's metadata fields are the Application's (GetTempApplication).
+	app := map[string]any{"metadata": map[string]any{}}
+	md := app["metadata"].(map[string]any)
+	if tm, ok := obj["metadata"].(map[string]any); ok {
+		for _, k := range []string{"name", "namespace", "labels", "annotations", "finalizers"} {
+			if v, ok := tm[k]; ok && v != nil {
+				md[k] = v
+			}
 		}
-		return strings.Join(s, sep)
-	},
-	"default": func(def any, v ...any) any {
-		if len(v) == 0 || v[0] == nil || v[0] == "" {
-			return def
+	}
+	if spec, ok := obj["spec"]; ok {
+		app["spec"] = spec
+	}
+	// RenderTemplateParams adds the resources finalizer when the template has no
+	// finalizers and the set does not preserve resources on deletion.
+	if fs, _ := md["finalizers"].([]any); len(fs) == 0 && !preserve {
+		md["finalizers"] = []any{resourcesFinalizer}
+	}
+	if patch != nil {
+		s, err := e.replace(*patch, params, nil)
+		if err != nil {
+			return nil, fmt.Errorf("error replacing values in templatePatch: %w", err)
 		}
-		return v[0]
-	},
-	"toYaml": func(v any) (string, error) {
-		b, err := yaml.Marshal(v)
-		return strings.TrimSuffix(string(b), "\n"), err
-	},
+		app, err = applyTemplatePatch(app, s)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return app, nil
 }
+
+// applyTemplatePatch applies a rendered templatePatch the way patch.go does: a
+// strategic merge patch onto the Application. The Application type has no
+// list-merge strategies of its own, so maps merge, lists are replaced and null
+// deletes; metadata.finalizers merges (ObjectMeta's patchStrategy). The project
+// cannot be changed by a patch.
+func applyTemplatePatch(app map[string]any, patch string) (map[string]any, error) {
+	var p map[string]any
+	if err := yaml.Unmarshal([]byte(patch), &p); err != nil {
+		return nil, fmt.Errorf("invalid templatePatch: %w", err)
+	}
+	project := getPath(app, "spec", "project")
+	out := strategicMerge(app, p, "")
+	if project != nil {
+		if spec, ok := out["spec"].(map[string]any); ok {
+			spec["project"] = project
+		}
+	} else if spec, ok := out["spec"].(map[string]any); ok {
+		delete(spec, "project")
+	}
+	return out, nil
+}
+
+func strategicMerge(dst, patch map[string]any, at string) map[string]any {
+	out := deepCopyMap(dst)
+	for k, pv := range patch {
+		where := at + "/" + k
+		if pv == nil {
+			delete(out, k)
+			continue
+		}
+		if pm, ok := pv.(map[string]any); ok {
+			if dm, ok := out[k].(map[string]any); ok {
+				out[k] = strategicMerge(dm, pm, where)
+				continue
+			}
+			out[k] = strategicMerge(map[string]any{}, pm, where)
+			continue
+		}
+		if where == "/metadata/finalizers" {
+			if pl, ok := pv.([]any); ok {
+				merged, _ := out[k].([]any)
+				merged = slices.Clone(merged)
+				for _, f := range pl {
+					if !slices.Contains(merged, f) {
+						merged = append(merged, f)
+					}
+				}
+				out[k] = merged
+				continue
+			}
+		}
+		out[k] = deepCopy(pv)
+	}
+	return out
+}
+
+func getPath(m map[string]any, keys ...string) any {
+	var v any = m
+	for _, k := range keys {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[k]
+	}
+	return v
+}
+
+// GeneratedTouches compares what one ApplicationSet generates at base and at head:
+// how many Applications the PR creates, deletes and changes, out of how many.
+func GeneratedTouches(base, head SetInfo) (created, deleted, changed, total int) {
+	for name, h := range head.Apps {
+		b, ok := base.Apps[name]
+		switch {
+		case !ok:
+			created++
+		case !jsonEqual(b, h):
+			changed++
+		}
+	}
+	for name := range base.Apps {
+		if _, ok := head.Apps[name]; !ok {
+			deleted++
+		}
+	}
+	return created, deleted, changed, len(head.Apps)
+}
+
+func jsonEqual(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// SetKey names an ApplicationSet across base and head.
+func SetKey(namespace, name string) string { return namespace + "/" + name }

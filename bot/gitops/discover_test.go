@@ -98,8 +98,8 @@ func TestDiscoverArgoCD(t *testing.T) {
 		},
 		{
 			Name:       "fleet",
-			Skip:       "ApplicationSet generator clusters is not expanded by driftpreview",
-			Findings:   []string{"not-rendered/info ApplicationSet/argocd/fleet: ApplicationSet fleet is not rendered: ApplicationSet generator clusters is not expanded by driftpreview"},
+			Skip:       noClusterLister,
+			Findings:   []string{"not-rendered/info ApplicationSet/argocd/fleet: ApplicationSet fleet is not rendered: " + noClusterLister},
 			Controller: "ApplicationSet argocd/fleet in apps/fleet.yaml auto=false prune=false selfHeal=false suspended=false replace=false",
 		},
 		{
@@ -116,7 +116,7 @@ func TestDiscoverArgoCD(t *testing.T) {
 	if diff := cmp.Diff(wantNotRendered, project(res.NotRendered)); diff != "" {
 		t.Errorf("not rendered (-want +got):\n%s", diff)
 	}
-	wantNotes := []string{"ApplicationSet fleet (apps/fleet.yaml:1): ApplicationSet generator clusters is not expanded by driftpreview"}
+	wantNotes := []string{"ApplicationSet fleet (apps/fleet.yaml:1): " + noClusterLister}
 	if diff := cmp.Diff(wantNotes, res.Notes); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}

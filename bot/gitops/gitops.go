@@ -41,6 +41,9 @@ type Options struct {
 	Branch string
 	// MaxDepth bounds the rounds of rendering (app-of-apps of app-of-apps …).
 	MaxDepth int
+	// Clusters lists Argo CD's cluster Secrets for the clusters generator of
+	// ApplicationSets; nil lists every clusters generator as not rendered.
+	Clusters ClusterLister
 }
 
 // DefaultOptions allows five levels of nesting and no renderer.
@@ -59,6 +62,8 @@ type Result struct {
 	// Incomplete is true when a target could not be rendered to look for nested
 	// controller objects, so an object missing from Targets may still exist.
 	Incomplete bool
+	// Sets are the ApplicationSets found, by SetKey, with what they generate.
+	Sets map[string]SetInfo
 }
 
 // The API groups discovery reads, the namespaces controllers default to, and the
@@ -104,7 +109,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &discovery{root: root, opts: opts, repo: newRepoMatcher(opts.RepoURLs), seen: map[string]bool{}}
+	d := &discovery{ctx: ctx, root: root, opts: opts, repo: newRepoMatcher(opts.RepoURLs), seen: map[string]bool{}}
 	for _, m := range found {
 		if m.group() != groupArgo {
 			m.Cluster = d.pathCluster(m.File)
@@ -202,7 +207,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		}
 	}
 	b := d.build()
-	res.Targets, res.NotRendered = b.targets, b.notRendered
+	res.Targets, res.NotRendered, res.Sets = b.targets, b.notRendered, b.sets
 	for _, t := range b.targets {
 		if n, ok := failed[renderKey(t)]; ok {
 			res.Notes = append(res.Notes, n)
@@ -250,11 +255,16 @@ func rootChartTarget(p string) config.Target {
 
 // discovery holds every manifest found so far.
 type discovery struct {
+	ctx       context.Context
 	root      string
 	opts      Options
 	repo      repoMatcher
 	seen      map[string]bool
 	manifests []*manifest
+	// dirs and files list the checkout for git generators, once.
+	dirs, files []string
+	// clusterCache holds Argo CD's cluster Secrets per namespace, read once.
+	clusterCache map[string]clusterList
 }
 
 // add records m unless an object of the same identity is known; files in the
@@ -343,19 +353,21 @@ type built struct {
 	notRendered []config.Target
 	notes       []string
 	names       map[string]bool
+	sets        map[string]SetInfo
 }
 
 // build turns the manifests found so far into targets. It is a pure function of
 // the manifests, so it can run again after each round of rendering.
 func (d *discovery) build() *built {
-	b := &built{names: map[string]bool{}}
+	b := &built{names: map[string]bool{}, sets: map[string]SetInfo{}}
 	fx := d.fluxIndex()
 	var apps []*manifest
 	for _, m := range d.manifests {
 		switch {
 		case m.superseded:
 		case m.group() == groupArgo && m.Kind == "ApplicationSet":
-			gen, nr, notes := d.expandAppSet(m)
+			gen, nr, notes, info := d.expandAppSet(m)
+			b.sets[SetKey(info.Namespace, info.Name)] = info
 			apps = append(apps, gen...)
 			b.notRendered = append(b.notRendered, nr...)
 			b.notes = append(b.notes, notes...)

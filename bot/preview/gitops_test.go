@@ -345,7 +345,7 @@ var gitopsCases = []gitopsCase{
 		must: []string{"not-rendered ApplicationSet/argocd/g07-previews"},
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
 			md := report.Markdown(rep, report.DefaultOptions())
-			for _, want := range []string{"g07-previews", "ApplicationSet generator pullRequest is not expanded by driftpreview"} {
+			for _, want := range []string{"g07-previews", "generator pullRequest needs the host's API"} {
 				if !strings.Contains(md, want) {
 					t.Errorf("the comment does not mention %q", want)
 				}
