@@ -54,6 +54,8 @@ type childRequest struct {
 	Root   string  `json:"root"`
 	Target string  `json:"target"`
 	Opts   Options `json:"opts"`
+	// Deps are chart dependencies the parent fetched (prefetch).
+	Deps []localDependency `json:"deps,omitempty"`
 }
 
 type childResult struct {
@@ -113,6 +115,7 @@ func childMain(in io.Reader, out io.Writer) int {
 // childServe runs one request in the child.
 func childServe(req childRequest) childResult {
 	req.Opts.Helm.Values, _ = numbers(req.Opts.Helm.Values).(map[string]any)
+	req.Opts.Helm.deps = req.Deps
 	if req.Opts.MaxMemoryBytes > 0 {
 		// Let the collector work hard before the kernel's limit makes an
 		// allocation fatal; runtime metadata and C memory count there too.
@@ -148,7 +151,7 @@ func renderChild(ctx context.Context, root, target string, opts Options) (Object
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: resolving root %s: %w", target, root, err)
 	}
-	req, err := json.Marshal(childRequest{Root: absRoot, Target: target, Opts: opts})
+	req, err := json.Marshal(childRequest{Root: absRoot, Target: target, Opts: opts, Deps: opts.Helm.deps})
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: encoding the request: %w", target, err)
 	}

@@ -22,6 +22,13 @@
 //     getHostByName fails, values.schema.json is not checked (it may $ref URLs).
 //     Hook objects (helm.sh/hook) are left out, as they are not in the release;
 //     an unvendored dependency is *Unavailable, not a broken chart.
+//   - Remote sources (a chart from a Helm repository, Options.Helm.Chart, and
+//     chart dependencies not in charts/) are fetched by Options.Remote (package
+//     render/remote: allowed prefixes, address checks, caps, cache) in the
+//     calling process before the render process starts (remotechart.go); the
+//     render process reads the unpacked chart and the dependency archives from the
+//     cache as local files and never touches the network. A fetch that fails or
+//     is refused is *Unavailable with the fetcher's reason.
 //   - Jsonnet (an Argo CD directory application, PlainOptions.Jsonnet) is evaluated
 //     with github.com/google/go-jsonnet; every import is read through the sandbox
 //     (no absolute paths, nothing outside the checkout), call depth is capped and
@@ -48,5 +55,6 @@
 // enough for a PR comment. Kustomize's deprecation warnings go to the render
 // process's stderr, which is dropped; they are in ObjectSet.Notes.
 //
-// render imports nothing else of driftpreview; diffing and bot build on it.
+// render imports nothing else of driftpreview but its own render/remote; diffing
+// and bot build on it.
 package render

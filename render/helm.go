@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -30,7 +32,7 @@ var errNoDNS = errors.New("getHostByName is disabled: driftpreview renders chart
 // read through the sandbox, with dependencies only from the vendored charts/
 // folder, no lookup results and no DNS.
 func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Options) (ObjectSet, error) {
-	ch, err := loadChart(ctx, sb, dir)
+	ch, err := loadChart(ctx, sb, dir, opts.Helm.deps)
 	if err != nil {
 		return ObjectSet{}, err
 	}
@@ -190,7 +192,7 @@ func cleanTemplateMsg(msg string) string {
 
 // loadChart reads the chart's files through the sandbox, honouring .helmignore,
 // and lets helm assemble them.
-func loadChart(ctx context.Context, sb *sandbox, dir string) (*chart.Chart, error) {
+func loadChart(ctx context.Context, sb *sandbox, dir string, deps []localDependency) (*chart.Chart, error) {
 	rules := ignore.Empty()
 	ignoreFile := path.Join(dir, ignore.HelmIgnore)
 	if _, err := sb.stat(ignoreFile); err == nil {
@@ -249,6 +251,10 @@ func loadChart(ctx context.Context, sb *sandbox, dir string) (*chart.Chart, erro
 	if err != nil {
 		return nil, err
 	}
+	files, err = addDependencies(files, deps, sb.maxFile)
+	if err != nil {
+		return nil, err
+	}
 	ch, err := loader.LoadFiles(files)
 	if err != nil {
 		return nil, loadError(dir, err)
@@ -257,6 +263,33 @@ func loadChart(ctx context.Context, sb *sandbox, dir string) (*chart.Chart, erro
 		return nil, &Error{File: path.Join(dir, "Chart.yaml"), Err: errors.New("chart has no Chart.yaml")}
 	}
 	return ch, nil
+}
+
+// addDependencies adds the dependency archives the parent fetched (prefetch) to
+// the chart's charts/ folder, as helm dependency build leaves them. They live in
+// the remote cache, outside the checkout, and are read directly; the fetcher
+// capped and checked them.
+func addDependencies(files []*archive.BufferedFile, deps []localDependency, max int64) ([]*archive.BufferedFile, error) {
+	for _, d := range deps {
+		name := "charts/" + d.Name + "-" + d.Version + ".tgz"
+		if slices.ContainsFunc(files, func(f *archive.BufferedFile) bool { return f.Name == name }) {
+			continue
+		}
+		f, err := os.Open(d.Archive)
+		if err != nil {
+			return nil, fmt.Errorf("reading the fetched dependency %s %s: %w", d.Name, d.Version, err)
+		}
+		data, err := io.ReadAll(io.LimitReader(f, max+1))
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading the fetched dependency %s %s: %w", d.Name, d.Version, err)
+		}
+		if int64(len(data)) > max {
+			return nil, fmt.Errorf("the fetched dependency %s %s is over the %d-byte file limit", d.Name, d.Version, max)
+		}
+		files = append(files, &archive.BufferedFile{Name: name, Data: data})
+	}
+	return files, nil
 }
 
 func isTemplate(n string) bool {
@@ -308,7 +341,7 @@ func checkVendored(sb *sandbox, dir string, ch *chart.Chart) error {
 			line = lineOf(sb, file, "name: "+d.Name)
 		}
 		return &Error{File: file, Line: line,
-			Err: &Unavailable{Reason: fmt.Sprintf("chart dependency %s%s is not vendored in %s: the GitOps controller builds chart dependencies when it syncs (helm dependency build), but driftpreview renders offline and never fetches charts; to preview this chart, run helm dependency build and commit charts/",
+			Err: &Unavailable{Reason: fmt.Sprintf("chart dependency %s%s is not vendored in %s: the GitOps controller builds chart dependencies when it syncs (helm dependency build), and driftpreview fetches charts only from repositories its configuration allows (--allow-remote, or the remote: block of the server config); to preview this chart, allow the repository, or run helm dependency build and commit charts/",
 				d.Name, from, path.Join(dir, "charts")+"/")}}
 	}
 	for _, d := range ch.Dependencies() {

@@ -74,6 +74,9 @@ type ObjectSet struct {
 	// OutputBytes is how much the render process sent back for this set: what
 	// a caller counts against a limit over many renders.
 	OutputBytes int64 `json:"-"`
+	// Charts are the remote charts and dependencies the render fetched, with the
+	// version each resolved to.
+	Charts []ResolvedChart `json:"-"`
 }
 
 // Sort puts the objects in key order; renderers call it before returning.

@@ -1,6 +1,10 @@
 package render
 
-import "time"
+import (
+	"time"
+
+	"github.com/driftpreview/driftpreview/render/remote"
+)
 
 // Renderer names how a target's directory is turned into objects.
 type Renderer string
@@ -42,6 +46,13 @@ type Options struct {
 	// (RLIMIT_CPU): the kernel enforces both.
 	MaxMemoryBytes int64
 	MaxCPUTime     time.Duration
+
+	// Remote fetches what the render needs from outside the checkout: the chart
+	// of Helm.Chart and chart dependencies that charts/ does not hold. Render
+	// fetches in the calling process, into the fetcher's cache, before the render
+	// process starts; the render process reads only local files. nil fetches
+	// nothing: such targets are *Unavailable.
+	Remote *remote.Fetcher `json:"-"`
 }
 
 // PlainOptions applies to directories of YAML/JSON manifests.
@@ -67,6 +78,15 @@ type HelmOptions struct {
 	SkipCRDs bool
 	// KubeVersion is the Capabilities.KubeVersion templates see; default v1.37.0.
 	KubeVersion string
+	// Chart, when set, renders this chart from a Helm repository (fetched by
+	// Options.Remote) instead of the target directory; ValuesFiles are then
+	// relative to the chart, as Flux's valuesFiles and Argo CD's valueFiles of a
+	// chart source are.
+	Chart *RemoteChart `json:"chart,omitempty"`
+
+	// deps are the fetched dependency archives the render process adds to
+	// charts/ (sent to it in the request, not in Options).
+	deps []localDependency
 }
 
 // KustomizeOptions are overrides applied on top of the target's kustomization, the

@@ -17,8 +17,25 @@ import (
 // the files, and a render stopped by a limit, come back as *Error (file and line
 // where known); anything else, such as a bad root or a cancelled ctx, as a plain
 // error.
+//
+// With opts.Remote, a remote chart (opts.Helm.Chart) and unvendored chart
+// dependencies are fetched first, in this process (prefetch); ObjectSet.Charts
+// names the versions they resolved to.
 func Render(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
-	return renderChild(ctx, root, target, withDefaults(opts))
+	opts = withDefaults(opts)
+	root, target, charts, err := prefetch(ctx, root, target, &opts)
+	if err != nil {
+		return ObjectSet{}, err
+	}
+	set, err := renderChild(ctx, root, target, opts)
+	set.Charts = charts
+	if c := opts.Helm.Chart; c != nil && err != nil && len(charts) > 0 {
+		// The files are in the fetched chart, not in the checkout: name it.
+		if re, ok := errors.AsType[*Error](err); ok {
+			err = &Error{File: path.Join(c.Name+"-"+charts[0].Version, re.File), Line: re.Line, Err: re.Err}
+		}
+	}
+	return set, err
 }
 
 // renderLocal renders in this process: what the child process runs. The timeout

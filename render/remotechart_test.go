@@ -1,0 +1,147 @@
+package render_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/driftpreview/driftpreview/render"
+	"github.com/driftpreview/driftpreview/render/remote"
+	"github.com/driftpreview/driftpreview/render/remote/remotetest"
+)
+
+func chartVersion(v, extra string) remotetest.Chart {
+	return remotetest.Chart{Name: "podinfo", Version: v, Files: map[string]string{
+		"values.yaml":       "replicas: 1\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: " + v + "\n  replicas: {{ .Values.replicas | quote }}\n" + extra,
+		"ci/prod.yaml":      "replicas: 3\n",
+	}}
+}
+
+func fetcher(t *testing.T, urls ...string) *remote.Fetcher {
+	t.Helper()
+	p := remote.Policy{CacheDir: t.TempDir()}
+	for _, u := range urls {
+		p.Allow = append(p.Allow, remote.Prefix{URL: u})
+	}
+	f, err := remote.NewFetcher(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func checkout(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestRemoteChart(t *testing.T) {
+	repo := remotetest.NewHelmRepo(t, chartVersion("1.0.0", ""), chartVersion("1.1.0", ""), chartVersion("2.0.0", ""))
+	root := checkout(t, map[string]string{"apps/podinfo/release.yaml": "kind: HelmRelease\n"})
+	opts := render.DefaultOptions()
+	opts.Helm.ReleaseName = "web"
+	opts.Helm.Chart = &render.RemoteChart{RepoURL: repo.URL, Name: "podinfo", Version: "1.x"}
+	opts.Helm.ValuesFiles = []string{"ci/prod.yaml"}
+	opts.Remote = fetcher(t, repo.URL)
+	set, err := render.Render(t.Context(), root, "apps/podinfo", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Objects) != 1 {
+		t.Fatalf("objects: %v", set.Objects)
+	}
+	cm := set.Objects[0].Obj.Object["data"].(map[string]any)
+	if cm["version"] != "1.1.0" || cm["replicas"] != "3" {
+		t.Errorf("rendered %v, want version 1.1.0 from the range, replicas 3 from the chart's values file", cm)
+	}
+	if len(set.Charts) != 1 || set.Charts[0].Version != "1.1.0" || set.Charts[0].Requested != "1.x" {
+		t.Errorf("charts %+v", set.Charts)
+	}
+
+	// Without a fetcher, or refused, or missing: not rendered, with the reason.
+	for name, tc := range map[string]struct {
+		f    *remote.Fetcher
+		ver  string
+		want string
+	}{
+		"no fetcher": {nil, "1.x", "remote charts are not fetched (allow the repository with --allow-remote"},
+		"refused":    {fetcher(t, "https://charts.example.com/"), "1.x", "refused by policy: " + repo.URL},
+		"not found":  {opts.Remote, "9.x", "not found: " + repo.URL},
+	} {
+		o := opts
+		o.Remote = tc.f
+		o.Helm.Chart = &render.RemoteChart{RepoURL: repo.URL, Name: "podinfo", Version: tc.ver}
+		_, err := render.Render(t.Context(), root, "apps/podinfo", o)
+		reason, ok := render.IsUnavailable(err)
+		if !ok {
+			t.Errorf("%s: %v is not Unavailable", name, err)
+			continue
+		}
+		if !strings.Contains(reason, tc.want) {
+			t.Errorf("%s: reason %q does not contain %q", name, reason, tc.want)
+		}
+	}
+}
+
+func TestRemoteChartTemplateErrorNamesTheChart(t *testing.T) {
+	repo := remotetest.NewHelmRepo(t, remotetest.Chart{Name: "broken", Version: "1.0.0", Files: map[string]string{
+		"templates/x.yaml": "{{ fail \"boom\" }}\n",
+	}})
+	opts := render.DefaultOptions()
+	opts.Helm.Chart = &render.RemoteChart{RepoURL: repo.URL, Name: "broken", Version: "1.0.0"}
+	opts.Remote = fetcher(t, repo.URL)
+	_, err := render.Render(t.Context(), checkout(t, map[string]string{"a/x.yaml": ""}), "a", opts)
+	if err == nil || !strings.Contains(err.Error(), "broken-1.0.0/templates/x.yaml") {
+		t.Errorf("error %v does not name the chart's file", err)
+	}
+}
+
+func TestUnvendoredDependencyFetched(t *testing.T) {
+	repo := remotetest.NewHelmRepo(t,
+		remotetest.Chart{Name: "cache", Version: "1.2.3", Files: map[string]string{
+			"templates/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}-cache\nspec:\n  ports:\n  - port: 6379\n",
+		}},
+		remotetest.Chart{Name: "cache", Version: "1.3.0", Files: map[string]string{
+			"templates/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}-cache-new\nspec:\n  ports:\n  - port: 6379\n",
+		}})
+	root := checkout(t, map[string]string{
+		"app/Chart.yaml":          "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: cache\n  version: 1.x\n  repository: " + repo.URL + "\n",
+		"app/templates/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
+		"other/Chart.yaml":        "apiVersion: v2\nname: other\nversion: 0.1.0\ndependencies:\n- name: cache\n  version: 1.x\n  repository: \"@stable\"\n",
+		"other/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n",
+	})
+	opts := render.DefaultOptions()
+	opts.Helm.ReleaseName = "r"
+	opts.Remote = fetcher(t, repo.URL)
+	set, err := render.Render(t.Context(), root, "app", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range set.Objects {
+		names = append(names, o.Key.Kind+"/"+o.Key.Name)
+	}
+	if strings.Join(names, ",") != "ConfigMap/app,Service/r-cache-new" {
+		t.Errorf("objects %v", names)
+	}
+	if len(set.Charts) != 1 || !set.Charts[0].Dependency || set.Charts[0].Version != "1.3.0" {
+		t.Errorf("charts %+v", set.Charts)
+	}
+	// An @alias repository needs helm repo add: not rendered, with the reason.
+	_, err = render.Render(t.Context(), root, "other", opts)
+	if reason, ok := render.IsUnavailable(err); !ok || !strings.Contains(reason, "other/Chart.yaml") || !strings.Contains(reason, "not supported") {
+		t.Errorf("@alias dependency: %v", err)
+	}
+}
