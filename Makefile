@@ -17,9 +17,12 @@ PLAIN_PKGS  ?= ./cmd/... ./render/... ./deploy/... ./fixtures/... ./bot/preview
 .PHONY: build testenv testdeps test lint demo clean
 
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The same stamp .goreleaser.yaml and the Dockerfile use.
+LDFLAGS     := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/driftpreview
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/driftpreview
 
 ## testenv: build the real kube-apiserver v1.37.2 and etcd v3.6.16 into the user cache (idempotent)
 testenv:
