@@ -77,6 +77,7 @@ type childObject struct {
 type childError struct {
 	Render      bool   `json:"render"`                // an *Error (else a plain error)
 	Unavailable bool   `json:"unavailable,omitempty"` // an *Unavailable inside it
+	Remote      string `json:"remote,omitempty"`      // its Remote
 	File        string `json:"file,omitempty"`
 	Line        int    `json:"line,omitempty"`
 	Msg         string `json:"msg"`
@@ -130,6 +131,7 @@ func childServe(req childRequest) childResult {
 		}
 		if _, ok := IsUnavailable(err); ok {
 			res.Error.Unavailable = true
+			res.Error.Remote, _ = RemoteNeeded(err)
 		}
 		return res
 	}
@@ -250,7 +252,7 @@ func (res childResult) set() (ObjectSet, error) {
 		// target as not rendered rather than as a render error.
 		var inner error = errors.New(e.Msg)
 		if e.Unavailable {
-			inner = &Unavailable{Reason: e.Msg}
+			inner = &Unavailable{Reason: e.Msg, Remote: e.Remote}
 		}
 		if e.Render {
 			return ObjectSet{}, &Error{File: e.File, Line: e.Line, Err: inner}

@@ -14,9 +14,16 @@
 //   - Kustomize runs krusty (load restrictor RootOnly, builtin plugins only) over a
 //     read-only filesystem that mounts the checkout and a generated wrapper
 //     kustomization (for overrides and origin annotations). Every kustomization is
-//     screened before kustomize sees it: remote bases, helmCharts, KRM/exec
-//     functions, external plugins and paths leaving the checkout are *Error at
-//     the offending line. Builds are serialised, as krusty keeps global state.
+//     screened before kustomize sees it: helmCharts, KRM/exec functions, external
+//     plugins, remote files and paths leaving the checkout are *Error at the
+//     offending line. Builds are serialised, as krusty keeps global state.
+//   - Remote bases and components (git URLs in resources/components) are never
+//     fetched here: a render that meets one stops with an *Unavailable naming it
+//     (RemoteNeeded), and the caller, which holds the remote policy, may fetch it
+//     and render again with KustomizeOptions.RemoteBases. Each fetched
+//     repository is mounted read-only as a root of its own (os.Root, the same
+//     screening and byte limits), and the entry is rewritten to point at it, so
+//     kustomize builds it as a local base and never runs git.
 //   - Helm renders with helm's engine from files read through the sandbox:
 //     dependencies only from the vendored charts/ folder, lookup returns nothing,
 //     getHostByName fails, values.schema.json is not checked (it may $ref URLs).

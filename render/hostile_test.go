@@ -152,7 +152,7 @@ func TestRenderHostile(t *testing.T) {
 				"app/cm.yaml":            cm,
 			},
 			target: "app", wantErr: true,
-			wantFile: "app/kustomization.yaml", wantLine: 5, wantMsg: []string{"remote", "vendor the base"},
+			wantFile: "app/kustomization.yaml", wantLine: 5, wantMsg: []string{"remote", "is not fetched"},
 		},
 		{
 			name: "remote https resource",
@@ -185,7 +185,7 @@ func TestRenderHostile(t *testing.T) {
 				"base/kustomization.yaml":    kustHeader + "components:\n  - git@github.com:example/repo.git//component\n",
 			},
 			target: "overlay", wantErr: true,
-			wantFile: "base/kustomization.yaml", wantLine: 4, wantMsg: []string{"remote components"},
+			wantFile: "base/kustomization.yaml", wantLine: 4, wantMsg: []string{"remote components", "is not fetched"},
 		},
 		{
 			name: "KRM exec function",

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -32,6 +35,11 @@ const (
 type kfs struct {
 	sb      *sandbox
 	overlay map[string][]byte // virtual path → content, under wrapperDir
+	// mounts are the fetched remote bases: virtual top directory ("/remote-0")
+	// → its sandbox; remoteDirs maps each remote entry, as kustomizations write
+	// it, to the virtual directory it is served at.
+	mounts     map[string]*sandbox
+	remoteDirs map[string]string
 
 	mu        sync.Mutex
 	violation error    // first *Error found while serving files
@@ -46,7 +54,89 @@ var _ filesys.FileSystem = (*kfs)(nil)
 var errReadOnly = errors.New("the render filesystem is read-only")
 
 func newKFS(sb *sandbox) *kfs {
-	return &kfs{sb: sb, overlay: map[string][]byte{}}
+	return &kfs{sb: sb, overlay: map[string][]byte{}, mounts: map[string]*sandbox{}, remoteDirs: map[string]string{}}
+}
+
+// mountRemotes serves each fetched remote base's repository read-only under
+// a virtual top directory of its own, one per checkout.
+func (k *kfs) mountRemotes(bases map[string]RemoteBase) error {
+	specs := slices.Sorted(maps.Keys(bases))
+	roots := map[string]string{} // checkout root → virtual dir
+	for _, spec := range specs {
+		b := bases[spec]
+		v, ok := roots[b.Root]
+		if !ok {
+			v = fmt.Sprintf("/remote-%d", len(roots))
+			name := remoteName(spec, b.Revision)
+			msb, err := k.sb.mount(b.Root, name, strings.TrimPrefix(v, "/")+":")
+			if err != nil {
+				return err
+			}
+			roots[b.Root] = v
+			k.mounts[v] = msb
+		}
+		p, err := cleanRel(b.Path)
+		if err != nil {
+			return fmt.Errorf("remote base %s: %w", spec, err)
+		}
+		k.remoteDirs[spec] = path.Join(v, p)
+	}
+	return nil
+}
+
+// remoteName names a remote base's repository in errors: its URL without the
+// query or the path inside it, and the commit fetched.
+func remoteName(spec, revision string) string {
+	n, _, _ := strings.Cut(spec, "?")
+	if i := strings.Index(n, "://"); i >= 0 {
+		if j := strings.Index(n[i+3:], "//"); j >= 0 {
+			n = n[:i+3+j]
+		}
+	} else if j := strings.Index(n, "//"); j >= 0 {
+		n = n[:j]
+	}
+	if len(revision) > 12 {
+		revision = revision[:12]
+	}
+	if revision != "" {
+		n += "@" + revision
+	}
+	return n
+}
+
+func (k *kfs) closeMounts() {
+	for _, m := range k.mounts {
+		m.Close()
+	}
+}
+
+// locate maps a virtual path to the sandbox holding it and the path in it.
+func (k *kfs) locate(c string) (*sandbox, string, bool) {
+	if r, ok := rel(c); ok {
+		return k.sb, r, true
+	}
+	for v, sb := range k.mounts {
+		if c == v {
+			return sb, ".", true
+		}
+		if r, ok := strings.CutPrefix(c, v+"/"); ok {
+			return sb, r, true
+		}
+	}
+	return nil, "", false
+}
+
+// virtual is the virtual path of r in sandbox sb.
+func (k *kfs) virtual(sb *sandbox, r string) string {
+	if sb == k.sb {
+		return path.Join(checkoutMount, r)
+	}
+	for v, m := range k.mounts {
+		if m == sb {
+			return path.Join(v, r)
+		}
+	}
+	return ""
 }
 
 func (k *kfs) record(err error) error {
@@ -105,11 +195,11 @@ func (k *kfs) stat(p string) (fs.FileInfo, bool) {
 	if data, ok := k.overlay[c]; ok {
 		return &memFile{name: path.Base(c), size: int64(len(data))}, true
 	}
-	r, ok := rel(c)
+	sb, r, ok := k.locate(c)
 	if !ok {
 		return nil, false
 	}
-	fi, err := k.sb.root.Stat(r)
+	fi, err := sb.root.Stat(r)
 	if err != nil {
 		return nil, false
 	}
@@ -130,7 +220,11 @@ func (k *kfs) ReadDir(p string) ([]string, error) {
 	c := clean(p)
 	switch c {
 	case "/":
-		return []string{path.Base(checkoutMount), path.Base(wrapperDir)}, nil
+		names := []string{path.Base(checkoutMount), path.Base(wrapperDir)}
+		for v := range k.mounts {
+			names = append(names, path.Base(v))
+		}
+		return names, nil
 	case wrapperDir:
 		var names []string
 		for f := range k.overlay {
@@ -138,13 +232,13 @@ func (k *kfs) ReadDir(p string) ([]string, error) {
 		}
 		return names, nil
 	}
-	r, ok := rel(c)
+	sb, r, ok := k.locate(c)
 	if !ok {
 		return nil, notExist(p)
 	}
-	ents, err := fs.ReadDir(k.sb.fsys(), r)
+	ents, err := fs.ReadDir(sb.fsys(), r)
 	if err != nil {
-		return nil, k.sb.explain(r, err)
+		return nil, sb.explain(r, err)
 	}
 	names := make([]string, len(ents))
 	for i, e := range ents {
@@ -157,11 +251,11 @@ func (k *kfs) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	c := clean(p)
 	fi, ok := k.stat(c)
 	if !ok {
-		if r, in := rel(c); in {
+		if sb, r, in := k.locate(c); in {
 			// Say why, when a symlink is the reason.
-			if _, err := k.sb.root.Lstat(r); err == nil {
-				_, serr := k.sb.root.Stat(r)
-				return "", "", k.record(k.sb.explain(r, serr))
+			if _, err := sb.root.Lstat(r); err == nil {
+				_, serr := sb.root.Stat(r)
+				return "", "", k.record(sb.explain(r, serr))
 			}
 		}
 		return "", "", notExist(p)
@@ -174,28 +268,28 @@ func (k *kfs) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 
 func (k *kfs) Glob(pattern string) ([]string, error) {
 	c := clean(pattern)
-	r, ok := rel(c)
+	sb, r, ok := k.locate(c)
 	if !ok {
 		return nil, nil
 	}
-	matches, err := fs.Glob(k.sb.fsys(), r)
+	matches, err := fs.Glob(sb.fsys(), r)
 	if err != nil {
 		return nil, err
 	}
 	for i, m := range matches {
-		matches[i] = path.Join(checkoutMount, m)
+		matches[i] = k.virtual(sb, m)
 	}
 	return matches, nil
 }
 
 func (k *kfs) Walk(p string, fn filepath.WalkFunc) error {
 	c := clean(p)
-	r, ok := rel(c)
+	sb, r, ok := k.locate(c)
 	if !ok {
 		return fn(c, nil, notExist(p))
 	}
-	return fs.WalkDir(k.sb.fsys(), r, func(q string, d fs.DirEntry, err error) error {
-		vp := path.Join(checkoutMount, q)
+	return fs.WalkDir(sb.fsys(), r, func(q string, d fs.DirEntry, err error) error {
+		vp := k.virtual(sb, q)
 		if err != nil {
 			return fn(vp, nil, err)
 		}
@@ -209,26 +303,36 @@ func (k *kfs) ReadFile(p string) ([]byte, error) {
 	if data, ok := k.overlay[c]; ok {
 		return data, nil
 	}
-	r, ok := rel(c)
+	sb, r, ok := k.locate(c)
 	if !ok {
 		return nil, notExist(p)
 	}
-	data, err := k.sb.readFile(r)
+	data, err := sb.readFile(r)
 	if err != nil {
 		return nil, k.record(err)
 	}
 	if isKustomizationFile(r) {
-		k.mu.Lock()
-		k.kusts = append(k.kusts, r)
-		k.mu.Unlock()
-		if err := screenKustomization(k.sb, r, data); err != nil {
+		if sb == k.sb {
+			k.mu.Lock()
+			k.kusts = append(k.kusts, r)
+			k.mu.Unlock()
+		}
+		if err := screenKustomization(sb, r, data); err != nil {
+			if re, ok := errors.AsType[*Error](err); ok && sb != k.sb && re.File == r {
+				re.File = sb.at(r) // in a remote base: name it
+			}
 			return nil, k.record(err)
 		}
-		k.deprecations(r, data)
+		k.deprecations(sb.at(r), data)
+		if len(k.remoteDirs) > 0 {
+			if data, err = k.rewriteRemotes(path.Dir(c), data); err != nil {
+				return nil, k.record(&Error{File: sb.at(r), Err: err})
+			}
+		}
 	} else if hasExt(r, ".yaml", ".yml", ".json") {
 		// kustomize parses these; refuse bombs first. Syntax errors are left to
 		// kustomize, since the file may be data for a generator.
-		if err := checkYAML(data, r); err != nil {
+		if err := checkYAML(data, sb.at(r)); err != nil {
 			if !isSyntaxOnly(err) {
 				return nil, k.record(err)
 			}
@@ -306,4 +410,49 @@ func (f *memFile) Mode() fs.FileMode {
 		return fs.ModeDir | 0o555
 	}
 	return 0o444
+}
+
+// rewriteRemotes points the remote entries of a kustomization's resources,
+// bases and components at the virtual directories their fetched copies are
+// served at, relative to the kustomization's virtual directory dir, so
+// kustomize loads them as local bases (with the same RootOnly restrictor)
+// and never fetches anything itself.
+func (k *kfs) rewriteRemotes(dir string, data []byte) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return data, nil // screened already; kustomize reports it
+	}
+	root := resolve(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		return data, nil
+	}
+	changed := false
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		switch root.Content[i].Value {
+		case "resources", "bases", "components":
+		default:
+			continue
+		}
+		seq := resolve(root.Content[i+1])
+		if seq.Kind != yaml.SequenceNode {
+			continue
+		}
+		for _, item := range seq.Content {
+			item = resolve(item)
+			to, ok := k.remoteDirs[item.Value]
+			if item.Kind != yaml.ScalarNode || !ok {
+				continue
+			}
+			r, err := filepath.Rel(dir, to)
+			if err != nil {
+				return nil, err
+			}
+			item.Value, item.Tag, item.Style = filepath.ToSlash(r), "!!str", 0
+			changed = true
+		}
+	}
+	if !changed {
+		return data, nil
+	}
+	return yaml.Marshal(&doc)
 }

@@ -38,6 +38,11 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 		}
 	}
 	fsys := newKFS(sb)
+	sb.remotes = opts.Kustomize.RemoteBases
+	if err := fsys.mountRemotes(opts.Kustomize.RemoteBases); err != nil {
+		return ObjectSet{}, err
+	}
+	defer fsys.closeMounts()
 	if kustFile == "" {
 		gen, err := generateKustomization(ctx, sb, dir)
 		if err != nil {
@@ -326,6 +331,10 @@ var remoteKeys = map[string]bool{
 	"generators": true, "transformers": true, "validators": true,
 }
 
+// fetchKeys are the fields whose remote entries (bases and components, as git
+// repositories) the caller may fetch: see KustomizeOptions.RemoteBases.
+var fetchKeys = map[string]bool{"resources": true, "bases": true, "components": true}
+
 var pluginKeys = map[string]bool{"generators": true, "transformers": true, "validators": true}
 
 var helmKeys = []string{"helmCharts", "helmChartInflationGenerator", "helmGlobals"}
@@ -404,6 +413,14 @@ func screenPaths(sb *sandbox, file, dir, key string, n *yaml.Node) error {
 			}
 		}
 		if strings.Contains(v, "://") || remoteKeys[key] && isRemote(sb, dir, v) {
+			if fetchKeys[key] {
+				if _, ok := sb.remotes[v]; ok {
+					return nil // fetched by the caller; kfs serves the copy
+				}
+				// The caller fetches it (when the remote policy allows) and
+				// renders again; else the target is not rendered, with why.
+				return &Error{File: file, Line: n.Line, Err: &Unavailable{Reason: fmt.Sprintf("remote %s %q is not fetched", key, v), Remote: v}}
+			}
 			what := "file"
 			if remoteKeys[key] {
 				what = "base"

@@ -102,6 +102,21 @@ type KustomizeOptions struct {
 	// Patches are kustomize patch entries (strategic merge or JSON6902) in YAML.
 	Patches    []string
 	Components []string // paths relative to the checkout root
+	// RemoteBases maps a remote base or component exactly as a kustomization
+	// names it (https://…, git::…, github.com/…//path?ref=…) to the fetched copy
+	// the caller made (render itself never touches the network). A remote
+	// entry missing here stops the render with an *Unavailable whose Remote
+	// names it, so the caller can fetch it and render again.
+	RemoteBases map[string]RemoteBase `json:",omitempty"`
+}
+
+// RemoteBase is a fetched remote kustomize base: Root is the absolute path of
+// the repository's checkout on this machine, Path the base's directory in it,
+// and Revision what was fetched (a commit), for error messages.
+type RemoteBase struct {
+	Root     string
+	Path     string
+	Revision string
 }
 
 // DefaultOptions gives the limits the design card sets: 10 MiB per file, 100 MiB

@@ -19,6 +19,15 @@ type sandbox struct {
 	maxTotal  int64
 	maxOutput int64
 
+	// name, for a fetched remote base, prefixes the paths errors name (the
+	// base's URL and revision); parent is the checkout's sandbox, whose byte
+	// counters a remote base's reads count against.
+	name     string
+	parent   *sandbox
+	mountKey string // a prefix without "/", naming the base in parent.files
+	// remotes are the fetched remote bases (KustomizeOptions.RemoteBases).
+	remotes map[string]RemoteBase
+
 	mu    sync.Mutex
 	read  int64             // bytes read so far, against maxTotal
 	out   int64             // bytes of manifests rendered so far, against maxOutput
@@ -55,7 +64,7 @@ func cleanRel(p string) (string, error) {
 // escapeErr explains why rel could not be opened when the cause is a symlink.
 func (s *sandbox) explain(rel string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return &Error{File: rel, Err: errors.New("file does not exist")}
+		return &Error{File: s.at(rel), Err: errors.New("file does not exist")}
 	}
 	// Look for a symlink anywhere along the path: os.Root refuses those that
 	// resolve outside the checkout.
@@ -64,14 +73,14 @@ func (s *sandbox) explain(rel string, err error) error {
 		p := strings.Join(parts[:i+1], "/")
 		if fi, lerr := s.root.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			if _, serr := s.root.Stat(p); serr != nil {
-				return &Error{File: p, Err: errors.New("is a symlink that leads outside the repository (or nowhere); only symlinks within the repository are followed")}
+				return &Error{File: s.at(p), Err: errors.New("is a symlink that leads outside the repository (or nowhere); only symlinks within the repository are followed")}
 			}
 		}
 	}
 	if strings.Contains(err.Error(), "escapes") {
-		return &Error{File: rel, Err: errors.New("path leads outside the repository")}
+		return &Error{File: s.at(rel), Err: errors.New("path leads outside the repository")}
 	}
-	return &Error{File: rel, Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
+	return &Error{File: s.at(rel), Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
 }
 
 // unwrapPath drops the *fs.PathError wrapper, whose path is the absolute one on
@@ -100,7 +109,7 @@ func (s *sandbox) stat(rel string) (fs.FileInfo, error) {
 func (s *sandbox) readFile(rel string) ([]byte, error) {
 	c, err := cleanRel(rel)
 	if err != nil {
-		return nil, &Error{File: rel, Err: err}
+		return nil, &Error{File: s.at(rel), Err: err}
 	}
 	f, err := s.root.Open(c)
 	if err != nil {
@@ -109,16 +118,16 @@ func (s *sandbox) readFile(rel string) ([]byte, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, &Error{File: c, Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
+		return nil, &Error{File: s.at(c), Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
 	}
 	if fi.IsDir() {
-		return nil, &Error{File: c, Err: errors.New("is a directory, expected a file")}
+		return nil, &Error{File: s.at(c), Err: errors.New("is a directory, expected a file")}
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Error{File: c, Err: errors.New("is not a regular file")}
+		return nil, &Error{File: s.at(c), Err: errors.New("is not a regular file")}
 	}
 	if s.maxFile > 0 && fi.Size() > s.maxFile {
-		return nil, &Error{File: c, Err: fmt.Errorf("file is %d bytes, over the %d-byte limit per file", fi.Size(), s.maxFile)}
+		return nil, &Error{File: s.at(c), Err: fmt.Errorf("file is %d bytes, over the %d-byte limit per file", fi.Size(), s.maxFile)}
 	}
 	limit := fi.Size() + 1
 	if s.maxFile > 0 {
@@ -126,27 +135,54 @@ func (s *sandbox) readFile(rel string) ([]byte, error) {
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit))
 	if err != nil {
-		return nil, &Error{File: c, Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
+		return nil, &Error{File: s.at(c), Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
 	}
 	if s.maxFile > 0 && int64(len(data)) > s.maxFile {
-		return nil, &Error{File: c, Err: fmt.Errorf("file is over the %d-byte limit per file", s.maxFile)}
+		return nil, &Error{File: s.at(c), Err: fmt.Errorf("file is over the %d-byte limit per file", s.maxFile)}
 	}
 	if err := s.charge(c, int64(len(data))); err != nil {
 		return nil, err
 	}
 	if len(data) <= maxKeptFile {
-		s.mu.Lock()
-		if s.files == nil {
-			s.files = map[string][]byte{}
+		// A remote base's files are kept in the checkout's sandbox too, under
+		// a prefix of their own, so errors hide their secrets as well.
+		top, key := s, c
+		if s.parent != nil {
+			top, key = s.parent, s.mountKey+"/"+c
 		}
-		s.files[c] = data
-		s.mu.Unlock()
+		top.mu.Lock()
+		if top.files == nil {
+			top.files = map[string][]byte{}
+		}
+		top.files[key] = data
+		top.mu.Unlock()
 	}
 	return data, nil
 }
 
+// at is how errors name the file rel of this sandbox.
+func (s *sandbox) at(rel string) string {
+	if s.name == "" {
+		return rel
+	}
+	return s.name + "//" + rel
+}
+
+// mount opens a fetched remote base's checkout as a sandbox whose reads count
+// against s's limits.
+func (s *sandbox) mount(root, name, key string) (*sandbox, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("opening the fetched remote base %s: %w", name, err)
+	}
+	return &sandbox{root: r, maxFile: s.maxFile, name: name, parent: s, mountKey: key, remotes: s.remotes}, nil
+}
+
 // charge counts n bytes against the per-target total.
 func (s *sandbox) charge(file string, n int64) error {
+	if s.parent != nil {
+		return s.parent.charge(s.at(file), n)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.read += n
@@ -160,6 +196,9 @@ func (s *sandbox) charge(file string, n int64) error {
 // limit; callers check before they parse, so the limit bounds what parsing
 // costs (a YAML node tree is many times the size of its text).
 func (s *sandbox) output(file string, n int64) error {
+	if s.parent != nil {
+		return s.parent.output(s.at(file), n)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.out += n

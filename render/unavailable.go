@@ -11,6 +11,19 @@ import "errors"
 // reporting a render error.
 type Unavailable struct {
 	Reason string
+	// Remote, when set, is a remote kustomize base or component (as the
+	// kustomization writes it) that the caller may fetch and pass in
+	// KustomizeOptions.RemoteBases before rendering again.
+	Remote string
+}
+
+// RemoteNeeded returns the remote base err asks the caller to fetch, if any.
+func RemoteNeeded(err error) (string, bool) {
+	var u *Unavailable
+	if err == nil || !errors.As(err, &u) || u.Remote == "" {
+		return "", false
+	}
+	return u.Remote, true
 }
 
 func (u *Unavailable) Error() string { return u.Reason }
