@@ -419,7 +419,7 @@ func screenPaths(sb *sandbox, file, dir, key string, n *yaml.Node) error {
 				}
 				// The caller fetches it (when the remote policy allows) and
 				// renders again; else the target is not rendered, with why.
-				return &Error{File: file, Line: n.Line, Err: &Unavailable{Reason: fmt.Sprintf("remote %s %q is not fetched", key, v), Remote: v}}
+				return &Error{File: file, Line: n.Line, Err: &Unavailable{Reason: fmt.Sprintf("remote %s %q is not fetched: remote bases are fetched only when the remote policy allows them (--allow-remote, or the remote: block of the server config)", key, v), Remote: v}}
 			}
 			what := "file"
 			if remoteKeys[key] {
