@@ -182,7 +182,7 @@ func TestFindInputsKnowsEveryOption(t *testing.T) {
 		"Options":          {"Renderer", "Namespace", "Plain", "Helm", "Kustomize", "ArgoCDHooks", "MaxFileBytes", "MaxTotalBytes", "MaxOutputBytes", "Timeout", "MaxMemoryBytes", "MaxCPUTime"},
 		"PlainOptions":     {"Recurse", "Include", "Exclude", "Jsonnet"},
 		"HelmOptions":      {"ReleaseName", "ValuesFiles", "Values", "SkipCRDs", "KubeVersion"},
-		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "Patches", "Components"},
+		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "Patches", "Components", "RemoteBases"},
 		"JsonnetOptions":   {"ExtVars", "TLAs", "Libs"},
 	}
 	for _, v := range []any{render.Options{}, render.PlainOptions{}, render.HelmOptions{}, render.KustomizeOptions{}, render.JsonnetOptions{}} {

@@ -62,8 +62,8 @@ func (s *sandbox) scrub(err error, opts Options, target string) error {
 		if msg == re.Err.Error() {
 			return err
 		}
-		if _, ok := errors.AsType[*Unavailable](re.Err); ok {
-			return &Error{File: re.File, Line: re.Line, Err: &Unavailable{Reason: msg}}
+		if u, ok := errors.AsType[*Unavailable](re.Err); ok {
+			return &Error{File: re.File, Line: re.Line, Err: &Unavailable{Reason: msg, Remote: u.Remote}}
 		}
 		return &Error{File: re.File, Line: re.Line, Err: stringError(msg)}
 	}
