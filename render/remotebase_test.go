@@ -23,8 +23,8 @@ func TestRemoteBases(t *testing.T) {
 		"app/cm.yaml":            cm,
 	})
 	fetched := writeTree(t, map[string]string{
-		"deploy/base/kustomization.yaml": kustHeader + "resources:\n  - sts.yaml\n  - ../common\n",
-		"deploy/base/sts.yaml":           "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n",
+		"deploy/base/kustomization.yaml":   kustHeader + "resources:\n  - sts.yaml\n  - ../common\n",
+		"deploy/base/sts.yaml":             "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n",
 		"deploy/common/kustomization.yaml": kustHeader + "configMapGenerator:\n  - name: settings\n    literals: [a=b]\n",
 		"deploy/escape/kustomization.yaml": kustHeader + "resources:\n  - ../../../outside.yaml\n",
 		"deploy/nested/kustomization.yaml": kustHeader + "resources:\n  - " + nested + "\n",
