@@ -14,7 +14,7 @@ TESTENV      = $(eval TESTENV := $$(shell fixtures/cluster/testenv.sh))$(TESTENV
 RACE_PKGS   ?= $(shell $(GO) list ./bot/... ./diffing/... | grep -v '/bot/preview$$')
 PLAIN_PKGS  ?= ./cmd/... ./render/... ./deploy/... ./fixtures/... ./bot/preview
 
-.PHONY: build testenv testdeps test lint demo clean
+.PHONY: build testenv testdeps test lint demo bench clean
 
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -47,6 +47,19 @@ lint:
 ## demo: a real preview of a bundled repo against the cached test cluster
 demo: testenv build
 	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) run ./fixtures/demo
+
+## bench: time preview against the kubectl pipeline on a generated monorepo (fixtures/bench),
+## results into BENCHMARKS.md. Not part of make test. Quick run: make bench BENCH_SCALES=50 BENCH_COUNT=1
+BENCH_SCALES ?= 50,200
+BENCH_COUNT  ?= 5
+BENCH_PRS    ?= small,base,wide
+BENCH_FLUX   ?= 200
+BENCH_ARGS   ?=
+# kubectl.sh builds the upstream kubectl v1.37.2 next to the test cluster (once, cached).
+KUBECTL       = $(eval KUBECTL := $$(shell fixtures/cluster/kubectl.sh))$(KUBECTL)
+bench: testenv build
+	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) run ./fixtures/bench/run -bin $(BIN) -kubectl "$(KUBECTL)" \
+	  -scales $(BENCH_SCALES) -count $(BENCH_COUNT) -prs $(BENCH_PRS) -flux-scale $(BENCH_FLUX) $(BENCH_ARGS)
 
 clean:
 	rm -rf bin

@@ -19,10 +19,12 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fl := flag.NewFlagSet("preview", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var (
-		base     = fl.String("base", "", "base ref or SHA (required)")
-		head     = fl.String("head", "", "head ref or SHA (required)")
-		format   = fl.String("format", "markdown", "markdown or json")
-		maxChars = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
+		base       = fl.String("base", "", "base ref or SHA (required)")
+		head       = fl.String("head", "", "head ref or SHA (required)")
+		format     = fl.String("format", "markdown", "markdown or json")
+		maxChars   = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
+		cpuProfile = fl.String("cpuprofile", "", "write a pprof CPU profile of this process (not its render children) to FILE")
+		memProfile = fl.String("memprofile", "", "write a pprof heap profile to FILE when the preview ends")
 	)
 	pf := addPreviewFlags(fl)
 	if err := fl.Parse(args); err != nil {
@@ -44,6 +46,16 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return usageErr(err.Error())
 	}
+	stopProfiles, err := startProfiles(*cpuProfile, *memProfile)
+	if err != nil {
+		fmt.Fprintf(stderr, "driftpreview preview: %v\n", err)
+		return exitError
+	}
+	defer func() {
+		if err := stopProfiles(); err != nil {
+			fmt.Fprintf(stderr, "driftpreview preview: %v\n", err)
+		}
+	}()
 	req.Base, req.Head = *base, *head
 
 	rep, err := preview.Run(ctx, req)
