@@ -60,7 +60,7 @@ func Diff(in Input, opts Options) TargetReport {
 		Name:     in.Name,
 		Path:     in.Path,
 		Cluster:  in.Cluster,
-		LiveMode: "off",
+		LiveMode: LiveOff,
 		Manager:  opts.Manager,
 		Notes:    slices.Clone(in.Head.Notes),
 		Changes:  []Change{},

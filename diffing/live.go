@@ -28,7 +28,7 @@ func (d *differ) checkLive() {
 		if pred.Note != "" {
 			d.note(pred.Note)
 		}
-		if lo != nil && live.Mode == liveModeDryRun {
+		if lo != nil && live.Mode == LiveDryRun {
 			d.serverJudged[k] = true // the apiserver accepted the update
 		}
 		predicted := pred.Object
@@ -210,9 +210,6 @@ func (d *differ) scanDrift(k render.ObjectKey, live, head, predicted *unstructur
 func later(a, b *time.Time) bool {
 	return a != nil && (b == nil || a.After(*b))
 }
-
-// liveModeDryRun is diffing/live's ModeDryRun: predictions come from the apiserver.
-const liveModeDryRun = "dry-run"
 
 // refused reports an apply the API would refuse. A classified refusal (the
 // apiserver's own answer in dry-run mode) gives exactly one finding: RBAC and

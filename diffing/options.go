@@ -1,6 +1,7 @@
 package diffing
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -73,10 +74,32 @@ type Policy struct {
 // DefaultPolicy fails on any error-severity finding.
 func DefaultPolicy() Policy { return Policy{} }
 
+// LiveMode says how the live comparison predicts what applying head does: simulated
+// locally, by the apiserver's dry run, or not at all.
+type LiveMode string
+
+// The live modes. The zero value means LiveSimulate where a mode is configured.
+const (
+	// LiveSimulate merges head onto live locally with the apiserver's own
+	// server-side-apply code; it needs get/list and the OpenAPI document only.
+	LiveSimulate LiveMode = "simulate"
+	// LiveDryRun asks the apiserver for a server-side apply with dryRun=All; it
+	// needs patch RBAC and also runs admission webhooks and validation.
+	LiveDryRun LiveMode = "dry-run"
+	// LiveOff does not read the cluster.
+	LiveOff LiveMode = "off"
+)
+
+// LiveModes are the valid live modes, in the order help texts list them.
+var LiveModes = []LiveMode{LiveSimulate, LiveDryRun, LiveOff}
+
+// Valid reports whether m is one of LiveModes.
+func (m LiveMode) Valid() bool { return slices.Contains(LiveModes, m) }
+
 // LiveState is what diffing/live read from the cluster for one target. A nil
 // *LiveState means the live comparison was off.
 type LiveState struct {
-	Mode    string // simulate or dry-run
+	Mode    LiveMode // LiveSimulate or LiveDryRun
 	Cluster string
 	// Err, when set, means the cluster could not be read completely; diffing reports
 	// live-unavailable and shows no live diff rather than a partial one.

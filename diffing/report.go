@@ -213,8 +213,8 @@ type TargetReport struct {
 	Cluster string `json:"cluster,omitempty"`
 	// LiveChecked is true only when the live comparison ran completely.
 	LiveChecked bool        `json:"liveChecked"`
-	LiveMode    string      `json:"liveMode,omitempty"` // simulate, dry-run or off
-	Manager     string      `json:"manager,omitempty"`  // the GitOps field manager simulated
+	LiveMode    LiveMode    `json:"liveMode,omitempty"`
+	Manager     string      `json:"manager,omitempty"` // the GitOps field manager simulated
 	Controller  *Controller `json:"controller,omitempty"`
 	Summary     Summary     `json:"summary"`
 	Changes     []Change    `json:"changes"`

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 )
 
@@ -77,10 +78,10 @@ func BenchmarkPreview(b *testing.B) {
 	writeFleet(b, base, 50, "nginx:1.25")
 	writeFleet(b, head, 50, "nginx:1.27")
 	repo := gitfixture.BaseHead(b, base, head)
-	for _, mode := range []string{"off", "simulate"} {
-		b.Run("live="+mode, func(b *testing.B) {
+	for _, mode := range []diffing.LiveMode{diffing.LiveOff, diffing.LiveSimulate} {
+		b.Run("live="+string(mode), func(b *testing.B) {
 			req := Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow}
-			if mode != "off" {
+			if mode != diffing.LiveOff {
 				req.DefaultCluster = &Cluster{Name: "bench", Config: cluster.Config(), LiveMode: mode}
 			}
 			b.ReportAllocs()

@@ -203,7 +203,7 @@ func previewScenario(t *testing.T, dir, mode string) *diffing.Report {
 			sc.ready(t)
 		}
 	}
-	req.DefaultCluster = &Cluster{Name: "test", Config: cfg, LiveMode: mode}
+	req.DefaultCluster = &Cluster{Name: "test", Config: cfg, LiveMode: diffing.LiveMode(mode)}
 	rep, err := Run(ctx, req)
 	if err != nil {
 		t.Fatalf("%s: preview: %v", mode, err)

@@ -188,7 +188,7 @@ func TestDryRunScenarios(t *testing.T) {
 	}
 }
 
-func runMode(t *testing.T, repoDir, mode string, cfg *rest.Config) *diffing.Report {
+func runMode(t *testing.T, repoDir string, mode diffing.LiveMode, cfg *rest.Config) *diffing.Report {
 	t.Helper()
 	rep, err := Run(t.Context(), Request{
 		RepoDir: repoDir, Base: "base", Head: "head", Now: scenarioNow,

@@ -77,7 +77,7 @@ func viewTargets(rep *diffing.Report, skip func(diffing.TargetReport) bool) []ta
 		if skip != nil && skip(tr) {
 			continue
 		}
-		v := targetView{Name: tr.Name, Path: tr.Path, Cluster: tr.Cluster, Manager: tr.Manager, LiveMode: tr.LiveMode}
+		v := targetView{Name: tr.Name, Path: tr.Path, Cluster: tr.Cluster, Manager: tr.Manager, LiveMode: string(tr.LiveMode)}
 		for _, c := range tr.Changes {
 			v.Changes = append(v.Changes, c.Key.String()+" "+string(c.Action))
 		}

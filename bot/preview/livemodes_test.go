@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
 // readOnlyRules is the RBAC of the bot in simulate mode (deploy/chart's ClusterRole):
@@ -34,7 +36,7 @@ func TestLiveModes(t *testing.T) {
 			for _, s := range readSteps(t, dir) {
 				seed(t.Context(), t, dir, s)
 			}
-			run := func(mode string, cfg *rest.Config) []string {
+			run := func(mode diffing.LiveMode, cfg *rest.Config) []string {
 				t.Helper()
 				rep, err := Run(t.Context(), Request{
 					RepoDir: repoDir, Base: "base", Head: "head", Now: scenarioNow,

@@ -29,8 +29,8 @@ import (
 // or the server config, never from the repository.
 type Cluster struct {
 	Name     string
-	Config   *rest.Config // nil means no live comparison for this cluster
-	LiveMode string       // simulate (default), dry-run or off
+	Config   *rest.Config     // nil means no live comparison for this cluster
+	LiveMode diffing.LiveMode // diffing.LiveSimulate when empty
 }
 
 // Request is one preview: a git repository and two commits.
@@ -467,14 +467,14 @@ func (p *pipeline) cluster(t config.Target) (*Cluster, string) {
 		return nil, fmt.Sprintf("No live comparison: no credentials for cluster %q are configured.", t.Cluster)
 	case cl == nil:
 		return nil, "No live comparison: no cluster configured."
-	case cl.LiveMode == "off":
+	case cl.LiveMode == diffing.LiveOff:
 		return nil, "No live comparison: live mode is off."
 	case cl.Config == nil:
 		return nil, fmt.Sprintf("No live comparison: no credentials for cluster %q.", cl.Name)
 	}
 	c := *cl
 	if c.LiveMode == "" {
-		c.LiveMode = "simulate"
+		c.LiveMode = diffing.LiveSimulate
 	}
 	if c.Name == "" {
 		c.Name = t.Cluster

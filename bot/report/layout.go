@@ -291,7 +291,7 @@ func nestedDiff(summary, diff string) string {
 // liveHow says how the live result was computed and as which field manager.
 func liveHow(t *diffing.TargetReport) string {
 	how := "simulated read-only"
-	if t.LiveMode == "dry-run" {
+	if t.LiveMode == diffing.LiveDryRun {
 		how = "dry-run by the API server"
 	}
 	if t.Manager != "" {
@@ -438,7 +438,7 @@ func noLiveReason(t *diffing.TargetReport) string {
 		}
 	}
 	switch {
-	case t.LiveMode == "off":
+	case t.LiveMode == diffing.LiveOff:
 		return "live mode is off"
 	case t.Cluster == "":
 		return "no cluster configured"

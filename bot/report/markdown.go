@@ -415,7 +415,7 @@ func (l *layout) footer() string {
 			clusters = append(clusters, c)
 		}
 		mode := "simulate (read-only)"
-		if t.LiveMode == "dry-run" {
+		if t.LiveMode == diffing.LiveDryRun {
 			mode = "dry-run (server-side apply, dryRun=All)"
 		}
 		if !slices.Contains(modes, mode) {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
 // EnvPrefix starts every environment override: DRIFTPREVIEW_<PATH>, the YAML path
@@ -119,7 +121,7 @@ type Cluster struct {
 	// Context selects a kubeconfig context; empty means its current context.
 	Context string `yaml:"context"`
 	// LiveMode is simulate (default), dry-run or off.
-	LiveMode string `yaml:"liveMode"`
+	LiveMode diffing.LiveMode `yaml:"liveMode"`
 }
 
 // Queue configures the durable job queue.
@@ -341,11 +343,9 @@ func (c *Config) finish(v *validator) error {
 	}
 	for _, name := range slices.Sorted(mapKeys(c.Clusters)) {
 		cl := c.Clusters[name]
-		switch cl.LiveMode {
-		case "":
-			cl.LiveMode = "simulate"
-		case "simulate", "dry-run", "off":
-		default:
+		if cl.LiveMode == "" {
+			cl.LiveMode = diffing.LiveSimulate
+		} else if !cl.LiveMode.Valid() {
 			v.add([]string{"clusters", name, "liveMode"}, "unknown live mode %q (want simulate, dry-run or off)", cl.LiveMode)
 		}
 		c.Clusters[name] = cl

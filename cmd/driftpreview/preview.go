@@ -123,22 +123,23 @@ func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
 // request checks the shared flags and builds the preview request (without base
 // and head), loading the kubeconfig when there is one and live mode is not off.
 func (p *previewFlags) request() (preview.Request, error) {
-	if m := *p.liveMode; m != "simulate" && m != "dry-run" && m != "off" {
-		return preview.Request{}, fmt.Errorf("--live-mode must be simulate, dry-run or off, not %q", m)
+	mode := diffing.LiveMode(*p.liveMode)
+	if !mode.Valid() {
+		return preview.Request{}, fmt.Errorf("--live-mode must be simulate, dry-run or off, not %q", mode)
 	}
 	req := preview.Request{RepoDir: *p.repoDir, ConfigFile: *p.cfgFile, Targets: p.targets, RepoURLs: p.repoURLs, BaseBranch: *p.baseBranch}
 	kubeconfig := *p.kubeconfig
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv("KUBECONFIG")
 	}
-	if kubeconfig != "" && *p.liveMode != "off" {
-		cl, err := kubeCluster(kubeconfig, *p.kubeCtx, *p.liveMode)
+	if kubeconfig != "" && mode != diffing.LiveOff {
+		cl, err := kubeCluster(kubeconfig, *p.kubeCtx, mode)
 		if err != nil {
 			return req, err
 		}
 		req.DefaultCluster = cl
 		if *p.argoCtx != "" {
-			if req.ArgoCDCluster, err = kubeCluster(kubeconfig, *p.argoCtx, *p.liveMode); err != nil {
+			if req.ArgoCDCluster, err = kubeCluster(kubeconfig, *p.argoCtx, mode); err != nil {
 				return req, err
 			}
 		}
@@ -147,7 +148,7 @@ func (p *previewFlags) request() (preview.Request, error) {
 }
 
 // kubeCluster loads one context of a kubeconfig (a path or a list like $KUBECONFIG).
-func kubeCluster(kubeconfig, context, liveMode string) (*preview.Cluster, error) {
+func kubeCluster(kubeconfig, context string, liveMode diffing.LiveMode) (*preview.Cluster, error) {
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}
 	if strings.Contains(kubeconfig, string(os.PathListSeparator)) {
 		rules = &clientcmd.ClientConfigLoadingRules{Precedence: strings.Split(kubeconfig, string(os.PathListSeparator))}

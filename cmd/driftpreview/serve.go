@@ -19,6 +19,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/server"
 	"github.com/driftpreview/driftpreview/bot/serverconfig"
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
 // runServe is `driftpreview serve --config server.yaml`: the webhook receiver and
@@ -163,7 +164,7 @@ func metricsListen(addr string) string {
 // in-cluster service account when no kubeconfig is given.
 func clusterFor(name string, c serverconfig.Cluster) (preview.Cluster, error) {
 	out := preview.Cluster{Name: name, LiveMode: c.LiveMode}
-	if c.LiveMode == "off" {
+	if c.LiveMode == diffing.LiveOff {
 		return out, nil
 	}
 	if c.Kubeconfig != "" {

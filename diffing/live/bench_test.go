@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/diffing/live"
 	"github.com/driftpreview/driftpreview/fixtures/cluster/testcluster"
 )
@@ -49,8 +50,8 @@ func BenchmarkRead(b *testing.B) {
 			}
 		}
 	})
-	for _, mode := range []string{live.ModeSimulate, live.ModeDryRun} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []diffing.LiveMode{live.ModeSimulate, live.ModeDryRun} {
+		b.Run(string(mode), func(b *testing.B) {
 			r := reader(b, nil)
 			o := opts(ns)
 			o.Mode = mode

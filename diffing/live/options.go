@@ -1,22 +1,21 @@
 package live
 
-import "github.com/driftpreview/driftpreview/render"
+import (
+	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render"
+)
 
-// The prediction modes of Options.Mode.
+// The prediction modes of Options.Mode (see diffing.LiveMode).
 const (
-	// ModeSimulate merges head onto live locally with the apiserver's own
-	// server-side-apply code; it needs get/list and the OpenAPI document only.
-	ModeSimulate = "simulate"
-	// ModeDryRun asks the apiserver for a server-side apply with dryRun=All; it needs
-	// patch RBAC and also runs admission webhooks and validation.
-	ModeDryRun = "dry-run"
+	ModeSimulate = diffing.LiveSimulate
+	ModeDryRun   = diffing.LiveDryRun
 )
 
 // Options says how to read one target's live state. The bot fills it from the repo
 // config and the GitOps controller object that deploys the target.
 type Options struct {
 	// Mode is ModeSimulate (default when empty) or ModeDryRun.
-	Mode string
+	Mode diffing.LiveMode
 	// Manager is the GitOps field manager that applies head (kustomize-controller,
 	// argocd-controller…); predictions apply as it.
 	Manager string

@@ -192,7 +192,7 @@ var conflictScenarios = []scenario{
 	},
 }
 
-func runScenarios(t *testing.T, mode string) {
+func runScenarios(t *testing.T, mode diffing.LiveMode) {
 	ctx := t.Context()
 	cluster.InstallCRD(ctx, t, testcluster.FromYAML(t, widgetCRD))
 	r := reader(t, nil)
