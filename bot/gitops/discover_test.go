@@ -22,15 +22,21 @@ var clusterNames = map[string]string{"https://prod.example.com": "prod", "prod":
 func discoverFixture(t *testing.T, name, origin string) (*Result, string) {
 	t.Helper()
 	root := fixtureRepo(t, name, origin)
+	return discoverAt(t, root, origin), root
+}
+
+// discoverAt runs Discover on a checkout with the real renderer.
+func discoverAt(t *testing.T, root, origin string) *Result {
+	t.Helper()
 	opts := DefaultOptions()
 	opts.RepoURLs = []string{origin}
 	opts.ClusterNames = clusterNames
 	opts.Renderer = realRenderer
 	res, err := Discover(t.Context(), root, opts)
 	if err != nil {
-		t.Fatalf("Discover(%s): %v", name, err)
+		t.Fatalf("Discover(%s): %v", root, err)
 	}
-	return res, root
+	return res
 }
 
 const argoReason = "Argo CD ignoreDifferences in apps/shop.yaml"

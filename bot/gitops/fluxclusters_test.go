@@ -88,6 +88,51 @@ func TestFluxClustersEachGetTheirTargets(t *testing.T) {
 	}
 }
 
+// TestFluxBaseFileSharedByClusters: apps/base/web/release.yaml, which both
+// clusters apply, is attributed to each cluster and never left over as a target
+// without a cluster ("web@"), whatever namespace the file names: the fixture's
+// file names namespace web and the values patches of apps/<env> name none; a file
+// naming another namespace is still the origin of the rendered copies, because
+// the base kustomization's namespace field overrides it (kustomize's namespace
+// transformer), and a patch that repeats the namespace is the same object.
+func TestFluxBaseFileSharedByClusters(t *testing.T) {
+	for name, edits := range map[string]map[string][2]string{
+		"fixture": nil,
+		"file names a namespace the kustomization overrides": {
+			"apps/base/web/release.yaml": {"  namespace: web\n", "  namespace: legacy\n"},
+		},
+		"patches repeat the namespace": {
+			"apps/staging/web-values.yaml":    {"  name: web\n", "  name: web\n  namespace: web\n"},
+			"apps/production/web-values.yaml": {"  name: web\n", "  name: web\n  namespace: web\n"},
+		},
+		"file names no namespace": {
+			"apps/base/web/release.yaml": {"  namespace: web\n", ""},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := fixtureRepo(t, "flux-clusters", fluxClustersOrigin)
+			editFiles(t, root, edits)
+			res := discoverAt(t, root, fluxClustersOrigin)
+			var webs []string
+			for _, tg := range slices.Concat(res.Targets, res.NotRendered) {
+				if strings.HasPrefix(tg.Name, "web") || tg.Cluster == "" {
+					webs = append(webs, brief([]config.Target{tg})...)
+				}
+			}
+			want := []string{"web@production charts/web helm", "web@staging charts/web helm"}
+			if diff := cmp.Diff(want, webs); diff != "" {
+				t.Errorf("HelmRelease web targets (-want +got):\n%s", diff)
+			}
+			for cluster, replicas := range map[string]float64{"staging": 2, "production": 3} {
+				web := findTarget(t, res.Targets, "web", cluster)
+				if got := web.Render.Helm.Values["replicaCount"]; got != replicas || web.Namespace != "web" {
+					t.Errorf("web@%s: replicaCount %v namespace %q, want %v and web (the cluster's patch, the base's namespace)", cluster, got, web.Namespace, replicas)
+				}
+			}
+		})
+	}
+}
+
 // TestFluxClusterDirWithoutKustomization: clusters/staging has no
 // kustomization.yaml, only a flux-system/ subdirectory with its own (which patches
 // gotk-sync.yaml). kustomize-controller builds the directory with a generated

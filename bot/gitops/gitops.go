@@ -293,11 +293,15 @@ func (d *discovery) addRendered(m *manifest) (changed, done bool) {
 			continue
 		}
 		sameFile := e.File == m.File && (e.Namespace == "" || e.Namespace == m.Namespace)
-		if !argo && e.Cluster == "" && m.Cluster != "" && (sameFile || e.Namespace == m.Namespace) {
+		if !argo && e.Cluster == "" && m.Cluster != "" && (e.File == m.File || e.Namespace == m.Namespace || e.Namespace == "") {
 			// A file outside clusters/<name>/ (apps/base/…, tenants/…) that the
 			// target of a cluster applies: each cluster gets its own copy, as
-			// rendered (namespace, patches and all). A partial copy of the same
-			// object in an overlay's patch file goes too.
+			// rendered (namespace, patches and all). The rendered copy's origin
+			// is the file even when the file names another namespace: a
+			// kustomization's namespace field overrides metadata.namespace
+			// (kustomize's namespace transformer). A partial copy of the same
+			// object in an overlay's patch file goes too, whether or not the
+			// patch repeats the namespace (kustomize matches patches by name).
 			e.superseded = true
 			delete(d.seen, e.identity())
 			changed = true

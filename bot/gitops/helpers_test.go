@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/driftpreview/driftpreview/bot/config"
@@ -25,6 +26,26 @@ func fixtureRepo(t testing.TB, name, origin string) string {
 	git(t, dst, "add", "-A")
 	git(t, dst, "-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "fixture")
 	return dst
+}
+
+// editFiles replaces, in each file under root, the first old text with the new
+// one; an old text that is missing fails the test, so a fixture change cannot
+// turn a test into a no-op.
+func editFiles(t testing.TB, root string, edits map[string][2]string) {
+	t.Helper()
+	for file, e := range edits {
+		p := filepath.Join(root, filepath.FromSlash(file))
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), e[0]) {
+			t.Fatalf("editing %s: %q is not in the file", file, e[0])
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), e[0], e[1], 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func git(t testing.TB, dir string, args ...string) string {
