@@ -200,6 +200,10 @@ type Controller struct {
 	// it and head does not. What it deployed goes with it when the deletion
 	// cascades (see Finalizer), and stays unmanaged otherwise.
 	Deleted bool `json:"deleted,omitempty"`
+	// RenamedTo is set on a deleted Argo CD Application when the same PR
+	// declares an Application of another name with the same source and
+	// destination ("namespace/name"): the PR renames it.
+	RenamedTo string `json:"renamedTo,omitempty"`
 	// Finalizer is true when the Argo CD Application carries Argo CD's resources
 	// finalizer (resources-finalizer.argocd.argoproj.io), which makes deleting the
 	// Application delete everything it deployed.

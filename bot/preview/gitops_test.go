@@ -354,6 +354,84 @@ var gitopsCases = []gitopsCase{
 			wantChange(t, rep, "g07-web", "ConfigMap/g07/web-config", diffing.ActionModified, diffing.ActionModified)
 		},
 	},
+	// Issue 9, defect 10: an app of apps drops a child Application that carries
+	// Argo CD's resources finalizer; its directory stays in the repository.
+	// Deleting the Application deletes what it deployed (prune-cascade on the
+	// root, prune of each live object in the child's target), never "unchanged".
+	{
+		name: "20-argo-app-deleted-cascade",
+		must: []string{
+			"prune-cascade Application/argocd/g20-gone",
+			"prune Application/argocd/g20-gone",
+			"prune ConfigMap/g20/gone-config",
+			"prune Deployment/g20/gone",
+		},
+		mustNot: []string{"field-conflict", "controller-missing", "web-config"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g20-root", "Application/argocd/g20-gone", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantChange(t, rep, "g20-gone", "ConfigMap/g20/gone-config", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantChange(t, rep, "g20-gone", "Deployment/g20/gone", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantChange(t, rep, "g20-web", "ConfigMap/g20/web-config", diffing.ActionUnchanged, diffing.ActionUnchanged)
+			for _, f := range targetNamed(t, rep, "g20-gone").Findings {
+				if !strings.Contains(f.Message, "Application `argocd/g20-gone` is deleted by this PR, and Argo CD's resources finalizer deletes what it deployed") {
+					t.Errorf("g20-gone: %s does not say the cascade deletes it: %s", f.Rule, f.Message)
+				}
+			}
+			wantDeleted(t, js, "g20-gone")
+		},
+	},
+	// Issue 9, defect 10: an app of apps renames a child Application (same
+	// source, same destination) that has no resources finalizer: deleting the old
+	// one leaves its objects in place and the new one, created by the same merge,
+	// adopts them. Neither a delete of everything nor controller-missing; the
+	// hand edit that both names' targets see is listed once.
+	{
+		name: "21-argo-app-renamed",
+		must: []string{
+			"live-drift ConfigMap/g21/web-config /data/LOG_LEVEL kubectl-edit",
+		},
+		mustNot: []string{"controller-missing", "field-conflict", "prune", "orphan"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g21-root", "Application/argocd/g21-web-old", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantChange(t, rep, "g21-root", "Application/argocd/g21-web", diffing.ActionCreated, diffing.ActionCreated)
+			drifts := 0
+			for _, l := range findingLines(rep) {
+				if strings.HasPrefix(l, "live-drift ") {
+					drifts++
+				}
+			}
+			if drifts != 1 {
+				t.Errorf("the hand edit is listed %d times, want once", drifts)
+			}
+			if n := targetNamed(t, rep, "g21-web").Notes; !slices.ContainsFunc(n, func(s string) bool { return strings.Contains(s, "this merge creates it (target g21-root)") }) {
+				t.Errorf("g21-web must say the merge creates its Application; notes %q", n)
+			}
+			if n := targetNamed(t, rep, "g21-root").Notes; !slices.ContainsFunc(n, func(s string) bool {
+				return strings.Contains(s, "Application `argocd/g21-web-old` is renamed to `argocd/g21-web`") && strings.Contains(s, "adopts it")
+			}) {
+				t.Errorf("g21-root must say the rename is an adoption; notes %q", n)
+			}
+			old := targetNamed(t, rep, "g21-web-old")
+			if !slices.ContainsFunc(old.Notes, func(s string) bool { return strings.Contains(s, "renamed to `argocd/g21-web`") }) {
+				t.Errorf("g21-web-old must say it is renamed to g21-web; notes %q", old.Notes)
+			}
+			wantDeleted(t, js, "g21-web-old")
+		},
+		variants: []gitopsVariant{{
+			// The same rename with the resources finalizer on both names: the
+			// finalizer deletes what the old name deployed, and the new name
+			// creates it again (argoproj/applicationset#254).
+			name: "with-resources-finalizer",
+			edits: map[string][2]string{
+				"base/apps/g21-root/web.yaml": {"  namespace: argocd\n", "  namespace: argocd\n  finalizers:\n    - resources-finalizer.argocd.argoproj.io\n"},
+				"head/apps/g21-root/web.yaml": {"  namespace: argocd\n", "  namespace: argocd\n  finalizers:\n    - resources-finalizer.argocd.argoproj.io\n"},
+			},
+			must:    []string{"prune-cascade Application/argocd/g21-web-old", "prune ConfigMap/g21/web-config", "prune Service/g21/web"},
+			mustNot: []string{"controller-missing"},
+			failing: true,
+		}},
+	},
 	// Issue 8: a no-op PR against a cluster exactly in sync, per controller and
 	// apply mode, must give no change and no finding; the live objects carry what
 	// the controller writes (live/steps.yaml).
@@ -569,6 +647,26 @@ func wantChange(t *testing.T, rep *diffing.Report, target, key string, action, l
 		}
 	}
 	t.Errorf("%s: no change for %s", target, key)
+}
+
+// wantDeleted checks that targets[].controller.deleted is true for target and
+// for no other target.
+func wantDeleted(t *testing.T, js []byte, target string) {
+	t.Helper()
+	var doc struct {
+		Targets []struct {
+			Name       string         `json:"name"`
+			Controller map[string]any `json:"controller"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatalf("reading report JSON: %v", err)
+	}
+	for _, tr := range doc.Targets {
+		if got := tr.Controller["deleted"] == true; got != (tr.Name == target) {
+			t.Errorf("targets[%s].controller.deleted = %v", tr.Name, tr.Controller["deleted"])
+		}
+	}
 }
 
 // wantController checks targets[].controller of the report JSON, the contract CI

@@ -139,6 +139,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	renamed := markRenamed(targets, atBase)
 	if len(req.Targets) > 0 {
 		var kept []config.Target
 		for _, name := range req.Targets {
@@ -158,7 +159,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		targets = kept
 	}
 
-	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}, renders: cache, atBase: atBase}
+	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}, renders: cache, atBase: atBase, renamed: renamed}
 	// Targets are independent: render and read them in parallel, one per CPU, and
 	// keep the report in target order.
 	rep.Targets = make([]diffing.TargetReport, len(targets))
@@ -179,6 +180,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	}
 	rep.Notes = append(rep.Notes, notes...)
 	createdByMerge(rep)
+	renamesAdopt(rep, targets)
 	hoistExpiredIgnores(rep)
 	dedupeDeprecations(rep)
 	diffing.Finish(rep, cfg.Policy)
@@ -224,7 +226,10 @@ type pipeline struct {
 	renders          *renderCache
 	// atBase names the targets the base commit declares (in its config, or found
 	// by discovery at base): their discovery findings hold at base too.
-	atBase  map[string]bool
+	atBase map[string]bool
+	// renamed maps the discover.Key of each Application the PR renames to the
+	// target of its new name (markRenamed).
+	renamed map[string]config.Target
 	mu      sync.Mutex // guards readers
 	readers map[string]*live.Reader
 }
@@ -246,9 +251,22 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	in := diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}
 	var baseNote, headNote string
 	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.baseDir, t)
+	var adopted []render.ObjectKey
 	if t.Controller != nil && t.Controller.Deleted {
 		// Nothing deploys the target after the merge: head is empty.
 		opts.Removal, opts.Prune = removal(t.Controller)
+		if next, ok := p.renamed[discover.Key(t)]; ok && !opts.Prune && in.BaseErr == nil {
+			// Renamed without the resources finalizer: the objects the new
+			// name deploys too stay and are adopted by it; its target shows
+			// them. Only the rest is left behind.
+			nt := next
+			if h := next.HeadSide; h != nil {
+				nt.Path, nt.Render, nt.Substitute = h.Path, h.Render, h.Substitute
+			}
+			if nextSet, _, err := p.renderAt(ctx, p.headDir, nt); err == nil {
+				in.Base, adopted = adoptedBy(in.Base, nextSet)
+			}
+		}
 	} else {
 		ht := t
 		if h := t.HeadSide; h != nil {
@@ -289,6 +307,14 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	if cl != nil && in.HeadErr == nil {
 		lr = p.live(ctx, cl, t, &in, opts)
 		in.Live = lr.state
+		if st := in.Live; st != nil && len(adopted) > 0 {
+			// Tracked live as the old name's, but adopted by the new one.
+			for k := range st.Tracked {
+				if slices.ContainsFunc(adopted, func(a render.ObjectKey) bool { return sameObject(a, k) }) {
+					delete(st.Tracked, k)
+				}
+			}
+		}
 	} else {
 		identify(&in, t, nil)
 	}
@@ -312,6 +338,11 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 		}
 	}
 	tr.Notes = append(tr.Notes, t.Notes...)
+	if len(adopted) > 0 {
+		next := p.renamed[discover.Key(t)]
+		tr.Notes = append(tr.Notes, fmt.Sprintf("Application `%s/%s` is renamed to `%s` by this PR. Without Argo CD's resources finalizer, deleting it leaves what it deployed in place, and `%s` adopts the %d objects it deploys too: their changes are shown under target %s.",
+			t.Controller.Namespace, t.Controller.Name, t.Controller.RenamedTo, t.Controller.RenamedTo, len(adopted), next.Name))
+	}
 	return tr
 }
 

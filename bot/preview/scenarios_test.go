@@ -146,7 +146,7 @@ type ref struct {
 
 var kindAPI = map[string]string{
 	"Deployment": "apps/v1", "StatefulSet": "apps/v1",
-	"PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
+	"PersistentVolumeClaim": "v1", "PersistentVolume": "v1", "ConfigMap": "v1",
 }
 
 func (r ref) object() *unstructured.Unstructured {
