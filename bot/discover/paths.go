@@ -59,8 +59,12 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 // targets those paths affect: a file belongs to the chart or kustomization above it,
 // or to its own directory of manifests, and a change to a base reaches every
 // kustomization that uses it, up to the ones nothing references: the overlays that
-// deploy. A base/ directory that no kustomization is seen referencing is treated as
-// used by its sibling overlays/* and environments/* kustomizations.
+// deploy. The touched kustomization (or chart) itself is a target too even when
+// others use it, since it renders on its own and may be deployed as it is (an app
+// that is also another app's base). A base/ directory that no kustomization is seen
+// referencing is treated as used by its sibling overlays/* and environments/*
+// kustomizations. A file that no render reads (not a manifest, not named by a
+// kustomization, not in a chart: a README, docs) affects no target.
 //
 // FromPaths only inspects files; it never renders. It reads through an os.Root, so a
 // symlink that leads out of root is never followed, and it does not enter symlinked
@@ -462,6 +466,13 @@ func (s *scan) affected(c string) []string {
 			break
 		}
 	}
+	if chart == "" && !hasManifestExt(c) && !slices.Contains(kustomizationNames, path.Base(c)) && !s.referenced(c) {
+		// A README, a script or a picture next to a kustomization or plain
+		// manifests: kustomize reads only the files its kustomization names,
+		// and a plain directory only manifests. (Anything in a chart may be
+		// read through .Files, so it belongs to the chart.)
+		return nil
+	}
 	var owner string
 	switch {
 	case chart != "":
@@ -475,7 +486,26 @@ func (s *scan) affected(c string) []string {
 	default:
 		return nil
 	}
-	return s.roots(owner)
+	out := s.roots(owner)
+	if len(s.dirs[owner].referrers) > 0 && (s.isKustomize(owner) || s.dirs[owner].chart) && !slices.Contains(out, owner) {
+		// The touched kustomization or chart renders on its own too: with no
+		// controller object to say what is deployed, it may be (an app that
+		// is also another app's base), so it is previewed beside the
+		// overlays that use it.
+		out = append(out, owner)
+	}
+	return out
+}
+
+// referenced says whether a kustomization names the file p (a resource, patch,
+// generator input…).
+func (s *scan) referenced(p string) bool {
+	for _, info := range s.dirs {
+		if slices.Contains(info.refs, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // roots follows referrers from d up to the kustomizations nothing references.

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/render"
 )
 
 const (
@@ -36,6 +38,8 @@ func repoTree(t *testing.T) string {
 		"apps/shop/overlays/prod/config/settings.env":         "A=1\n",
 		"apps/shop/components/monitoring/kustomization.yml":   "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [sm.yaml]\n",
 		"apps/shop/components/monitoring/sm.yaml":             "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: web}\n",
+		"apps/shop/base/NOTES.md":                             "notes\n",
+		"apps/shop/overlays/prod/README.md":                   "prod\n",
 		"apps/legacy/base/Kustomization":                      "resources: [cm.yaml]\n",
 		"apps/legacy/base/cm.yaml":                            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: legacy}\n",
 		"apps/legacy/environments/staging/kustomization.yaml": "resources:\n- https://example.com/base.yaml\n",
@@ -83,6 +87,10 @@ func repoTree(t *testing.T) string {
 	return dir
 }
 
+// ignoreRenderState leaves out render options' unexported state (resolved chart
+// dependencies), which discovery never sets.
+var ignoreRenderState = cmpopts.IgnoreUnexported(render.HelmOptions{})
+
 func TestFromPathsAll(t *testing.T) {
 	dir := repoTree(t)
 	got, err := FromPaths(dir, nil, DefaultPathOptions())
@@ -101,7 +109,7 @@ func TestFromPathsAll(t *testing.T) {
 	} {
 		want = append(want, config.NewTarget(p))
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreRenderState); diff != "" {
 		t.Errorf("FromPaths mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -113,12 +121,12 @@ func TestFromPathsChanged(t *testing.T) {
 		changed []string
 		want    []string
 	}{
-		{"base reaches every overlay", []string{"apps/shop/base/deploy.yaml"}, []string{"apps/shop/overlays/dev", "apps/shop/overlays/prod"}},
+		{"base renders itself and reaches every overlay", []string{"apps/shop/base/deploy.yaml"}, []string{"apps/shop/base", "apps/shop/overlays/dev", "apps/shop/overlays/prod"}},
 		{"overlay file", []string{"apps/shop/overlays/prod/kustomization.yaml"}, []string{"apps/shop/overlays/prod"}},
 		{"patch file in an overlay", []string{"apps/shop/overlays/dev/patches/replicas.yaml"}, []string{"apps/shop/overlays/dev"}},
 		{"generator input", []string{"apps/shop/overlays/prod/config/settings.env"}, []string{"apps/shop/overlays/prod"}},
 		{"component reaches its users", []string{"apps/shop/components/monitoring/sm.yaml"}, []string{"apps/shop/overlays/prod"}},
-		{"base without parsed users falls back to environments/*", []string{"apps/legacy/base/cm.yaml"}, []string{"apps/legacy/environments/staging"}},
+		{"base without parsed users falls back to environments/*", []string{"apps/legacy/base/cm.yaml"}, []string{"apps/legacy/base", "apps/legacy/environments/staging"}},
 		{"chart template", []string{"charts/payments/templates/deploy.yaml"}, []string{"charts/payments"}},
 		{"vendored subchart belongs to the chart", []string{"charts/payments/charts/redis/templates/sts.yaml"}, []string{"charts/payments"}},
 		{"chart values", []string{"charts/payments/values.yaml"}, []string{"charts/payments"}},
@@ -126,13 +134,14 @@ func TestFromPathsChanged(t *testing.T) {
 		{"plain JSON manifest", []string{"manifests/extra/cm.json"}, []string{"manifests/extra"}},
 		{"deleted manifest in a plain directory", []string{"manifests/old.yaml"}, []string{"manifests"}},
 		{"non-manifest next to manifests", []string{"manifests/README.md"}, nil},
+		{"non-manifests inside kustomizations", []string{"apps/shop/base/NOTES.md", "apps/shop/overlays/prod/README.md"}, nil},
 		{"file outside any target", []string{"apps/shop/README.md", "README.md", "docs/mkdocs.yml"}, nil},
 		{"deleted overlay directory", []string{"apps/shop/overlays/qa/kustomization.yaml"}, nil},
 		{"skipped directories", []string{"testdata/fixture/ns.yaml", "node_modules/pkg/ns.yaml", ".github/workflows/ci.yml", "ops/.argocd/app.yaml"}, nil},
 		{"symlinks out of the repository", []string{"escape/ns.yaml", "links/ns.yaml"}, nil},
 		{"symlinks inside the repository", []string{"mirror/ns.yaml", "samedir/ns.yaml"}, []string{"mirror"}},
 		{"several changes, deduplicated and sorted", []string{"manifests/ns.yaml", "apps/shop/base/svc.yaml", "apps/shop/overlays/dev/kustomization.yaml", "charts/payments/Chart.yaml"},
-			[]string{"apps/shop/overlays/dev", "apps/shop/overlays/prod", "charts/payments", "manifests"}},
+			[]string{"apps/shop/base", "apps/shop/overlays/dev", "apps/shop/overlays/prod", "charts/payments", "manifests"}},
 		{"nothing changed", []string{}, nil},
 	}
 	for _, tt := range tests {
@@ -150,6 +159,42 @@ func TestFromPathsChanged(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("FromPaths(%q) mismatch (-want +got):\n%s", tt.changed, diff)
+			}
+		})
+	}
+}
+
+// TestFromPathsDirsFallbackFixture: fixtures/repos/dirs-fallback has no
+// controller objects (issue 9, defect 5). Every directory a PR touches directly
+// that renders on its own is a target, even when another directory builds on it
+// (kustomize-guestbook, the base of pre-post-sync; a deploy/bases/ app), beside
+// the overlays that use it; a PR of README, docs and CI files has no target.
+func TestFromPathsDirsFallbackFixture(t *testing.T) {
+	root := filepath.Join("..", "..", "fixtures", "repos", "dirs-fallback")
+	for _, tt := range []struct {
+		name    string
+		changed []string
+		want    []string
+	}{
+		{"an app that is another app's base", []string{"kustomize-guestbook/deployment.yaml"}, []string{"kustomize-guestbook", "pre-post-sync"}},
+		{"the app built on it", []string{"pre-post-sync/pre-sync-job.yaml"}, []string{"pre-post-sync"}},
+		{"a base and its overlays", []string{"deploy/bases/frontend/deployment.yaml"}, []string{"deploy/bases/frontend", "deploy/overlays/production", "deploy/overlays/staging"}},
+		{"one overlay", []string{"deploy/overlays/staging/kustomization.yaml"}, []string{"deploy/overlays/staging"}},
+		{"every touched app", []string{"guestbook/service.yaml", "helm-guestbook/values.yaml", "kustomize-guestbook/service.yaml"},
+			[]string{"guestbook", "helm-guestbook", "kustomize-guestbook", "pre-post-sync"}},
+		{"docs, CI and READMEs only", []string{"README.md", "docs/layout.md", "docs/mkdocs.yml", ".github/workflows/ci.yaml", "kustomize-guestbook/README.md"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			targets, err := FromPaths(root, tt.changed, DefaultPathOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tg := range targets {
+				got = append(got, tg.Path)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("FromPaths(%q) (-want +got):\n%s", tt.changed, diff)
 			}
 		})
 	}
@@ -188,14 +233,14 @@ func TestFromPathsRootAndOverlaysWithoutBase(t *testing.T) {
 	// overlays/prod references a file outside its own directory: discovery records
 	// the edge (render will refuse the load, and say so); the root is then a base.
 	want := []config.Target{config.NewTarget("overlays/prod")}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreRenderState); diff != "" {
 		t.Errorf("FromPaths mismatch (-want +got):\n%s", diff)
 	}
 	got, err = FromPaths(dir, []string{"ns.yaml"}, DefaultPathOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreRenderState); diff != "" {
 		t.Errorf("FromPaths(ns.yaml) mismatch (-want +got):\n%s", diff)
 	}
 
@@ -205,7 +250,7 @@ func TestFromPathsRootAndOverlaysWithoutBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]config.Target{config.NewTarget(".")}, got); diff != "" {
+	if diff := cmp.Diff([]config.Target{config.NewTarget(".")}, got, ignoreRenderState); diff != "" {
 		t.Errorf("FromPaths of a root of manifests mismatch (-want +got):\n%s", diff)
 	}
 }

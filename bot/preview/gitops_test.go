@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -746,6 +748,7 @@ func seedGitOps(t *testing.T, dir string, s gitopsStep) {
 	switch {
 	case s.Apply != "":
 		for _, obj := range docs(t, filepath.Join(dir, s.Apply)) {
+			releaseFinalizers(t, obj)
 			if s.ClientSide {
 				cluster.ClientSideApplyAs(ctx, t, obj, manager)
 				continue
@@ -769,6 +772,7 @@ func seedGitOps(t *testing.T, dir string, s gitopsStep) {
 		for _, o := range set.Objects {
 			obj := o.Obj.DeepCopy()
 			markTracking(obj, s)
+			releaseFinalizers(t, obj)
 			if s.ClientSide {
 				cluster.ClientSideApplyAs(ctx, t, obj, manager)
 				continue
@@ -788,6 +792,24 @@ func seedGitOps(t *testing.T, dir string, s gitopsStep) {
 	default:
 		t.Fatalf("empty step in %s/live/steps.yaml", dir)
 	}
+}
+
+// releaseFinalizers removes, when the test ends, the finalizers obj is seeded
+// with (an Application's resources finalizer), as the controller that owns them
+// would: no controller runs on the test cluster, and an object that keeps a
+// finalizer would leave its CRD terminating when the test deletes it, failing
+// every later test that installs that CRD again.
+func releaseFinalizers(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	if len(obj.GetFinalizers()) == 0 {
+		return
+	}
+	ref := obj.DeepCopy()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cluster.PatchAs(ctx, t, ref, map[string]any{"metadata": map[string]any{"finalizers": nil}}, "argocd-controller")
+	})
 }
 
 // TestUnknownRepoURLIsNoted checks that a repository with no origin remote and no
