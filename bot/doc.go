@@ -3,5 +3,6 @@
 // one sticky comment and one status per pull request through a host adapter.
 //
 // This package holds the host-neutral types (PR, Event, Status) that the adapters in
-// bot/github and bot/gitlab translate to and from. Nothing imports bot except cmd.
+// bot/github and bot/gitlab translate to and from, and that bot/jobs and bot/server
+// pass around; cmd wires them together. It imports no other driftpreview package.
 package bot

@@ -91,7 +91,7 @@ func (w *Worker) completeOrphan(ctx context.Context, store Orphans, o queue.Orph
 	if err != nil {
 		return false, fmt.Errorf("sweeping job %d: %w", o.JobID, err)
 	}
-	if found && (state == "closed" || (sha != "" && sha != pr.HeadSHA)) {
+	if found && (state == queue.PRClosed || (sha != "" && sha != pr.HeadSHA)) {
 		log.Info("leaving a stopped job's status: the pull request moved on", "newest_head", short(sha), "state", state)
 		return false, store.SkipOrphan(ctx, o.JobID)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
 	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 	"github.com/driftpreview/driftpreview/bot/preview"
+	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
 )
@@ -225,7 +226,7 @@ func (j *run) do(ctx context.Context) (string, error) {
 		}
 		j.pr = pr
 		if j.job.Args.Rerun {
-			if err := j.w.heads.SetHead(ctx, key, pr.HeadSHA, "open"); err != nil {
+			if err := j.w.heads.SetHead(ctx, key, pr.HeadSHA, queue.PROpen); err != nil {
 				return "", err
 			}
 		}
@@ -392,7 +393,7 @@ func (j *run) superseded(ctx context.Context) (bool, string, error) {
 	switch {
 	case !found:
 		return false, "", nil
-	case state == "closed":
+	case state == queue.PRClosed:
 		return true, "The pull request was closed.", nil
 	case sha != "" && sha != j.pr.HeadSHA:
 		return true, "A newer commit (" + short(sha) + ") is being previewed.", nil
