@@ -1,5 +1,5 @@
 // Package remote is driftpreview's one fetcher for remote sources (Helm HTTP
-// repositories today; OCI registries and git bases build on it): a Policy that
+// repositories, OCI registries, remote kustomize bases over git): a Policy that
 // says what may be fetched, an HTTP client that enforces it, a content-addressed
 // on-disk cache, and safe archive unpacking. It imports nothing else of
 // driftpreview; render and bot use it.
@@ -21,6 +21,18 @@
 //     range resolved to.
 //   - Fetcher.HelmDependencies(ctx, chartYAML, chartLock, vendored) fetches the
 //     dependencies of a chart as `helm dependency build` does (lock honoured).
+//   - OCI registries (oci.go, over render/remote/oci, which speaks the
+//     distribution protocol with oras-go): prefixes oci://host[/path] allow a
+//     registry's repositories. HelmChart and HelmDependencies take oci://
+//     repositories too (Helm OCI charts); OCIArtifact fetches a Flux
+//     OCIRepository's layer (digest, semver or tag; layerSelector) and unpacks
+//     it. Requests go to the registry's host only (a token realm or blob
+//     redirect elsewhere needs a prefix of its own), dialled through the same
+//     address checks.
+//   - Fetcher.GitBase(ctx, spec) fetches a remote kustomize base with git
+//     (render/remote/gitsrc) when an http(s) prefix allows its repository URL;
+//     git's only way out is a proxy that dials through the same address checks.
+//     Checkouts are cached by repository and commit.
 //   - Cache.File(key, ttl, fill) and Cache.Tree(key, fill) are the cache
 //     primitives other source kinds use (Key and DigestKey make keys); Unpack
 //     extracts a .tgz with Limits; Fetcher.Download-style helpers stay internal.

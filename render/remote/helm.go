@@ -151,6 +151,9 @@ func ResolveVersion(idx *repo.IndexFile, name, version string) (*repo.ChartVersi
 // when the index has one) into the cache keyed by digest (or by URL and
 // version), and unpacks it there with Unpack's checks.
 func (f *Fetcher) HelmChart(ctx context.Context, repoURL, name, version string) (*Chart, error) {
+	if strings.HasPrefix(repoURL, "oci://") {
+		return f.ociChart(ctx, repoURL, name, version)
+	}
 	idx, err := f.HelmIndex(ctx, repoURL)
 	if err != nil {
 		return nil, err
@@ -252,8 +255,8 @@ type Dependency struct {
 // versions; a lock out of sync with Chart.yaml is an error, as in helm; without
 // a lock, each version constraint resolved against its repository's index, as
 // `helm dependency update` does. skip names the dependencies already vendored
-// (by name): they are not fetched. Only http(s) repositories are fetched here;
-// other kinds (file://, oci://, @alias) are Unsupported *Errors.
+// (by name): they are not fetched. http(s) and oci:// repositories are fetched;
+// other kinds (file://, @alias) are Unsupported *Errors.
 func (f *Fetcher) HelmDependencies(ctx context.Context, chartYAML, chartLock []byte, skip map[string]bool) ([]Dependency, error) {
 	var md chart.Metadata
 	if err := yaml.Unmarshal(chartYAML, &md); err != nil {
@@ -295,11 +298,11 @@ func (f *Fetcher) HelmDependencies(ctx context.Context, chartYAML, chartLock []b
 		}
 		r := d.Repository
 		switch {
-		case strings.HasPrefix(r, "http://"), strings.HasPrefix(r, "https://"):
+		case strings.HasPrefix(r, "http://"), strings.HasPrefix(r, "https://"), strings.HasPrefix(r, "oci://"):
 		case r == "":
 			return nil, &Error{Reason: NotFound, Err: fmt.Errorf("dependency %s names no repository and is not vendored in charts/", d.Name)}
 		default:
-			return nil, &Error{Reason: Unsupported, URL: Redact(r), Err: fmt.Errorf("dependency %s: only http(s) chart repositories are fetched (file://, oci:// and @repository aliases are not)", d.Name)}
+			return nil, &Error{Reason: Unsupported, URL: Redact(r), Err: fmt.Errorf("dependency %s: only http(s) and oci:// chart repositories are fetched (file:// and @repository aliases are not)", d.Name)}
 		}
 		ch, err := f.HelmChart(ctx, r, d.Name, d.Version)
 		if err != nil {

@@ -133,8 +133,8 @@ func parsePrefix(raw string) (*prefix, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%q is not a URL", Redact(raw))
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%q: only http:// and https:// prefixes can be allowed", Redact(raw))
+	if u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "oci" {
+		return nil, fmt.Errorf("%q: only http://, https:// and oci:// (registries) prefixes can be allowed", Redact(raw))
 	}
 	if u.Host == "" {
 		return nil, fmt.Errorf("%q has no host", Redact(raw))
