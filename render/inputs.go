@@ -82,6 +82,12 @@ func FindInputs(root, target string, opts Options) Inputs {
 		return Inputs{Unknown: err.Error()}
 	}
 	opts = withDefaults(opts)
+	switch {
+	case opts.OCI != nil:
+		return Inputs{Unknown: opts.OCI.String() + " (outside the checkout)"}
+	case opts.Helm.Chart != nil:
+		return Inputs{Unknown: opts.Helm.Chart.String() + " (outside the checkout)"}
+	}
 	// Read limits do not matter here (nothing is rendered), but a kustomization
 	// larger than the render would accept cannot be followed either.
 	sb, err := openSandbox(absRoot, opts)

@@ -179,9 +179,9 @@ func TestFindInputsUnknownFallsBack(t *testing.T) {
 // whether it names files (FindInputs must follow them), then list it here.
 func TestFindInputsKnowsEveryOption(t *testing.T) {
 	known := map[string][]string{
-		"Options":          {"Renderer", "Namespace", "Plain", "Helm", "Kustomize", "ArgoCDHooks", "MaxFileBytes", "MaxTotalBytes", "MaxOutputBytes", "Timeout", "MaxMemoryBytes", "MaxCPUTime"},
+		"Options":          {"Renderer", "Namespace", "Plain", "Helm", "Kustomize", "ArgoCDHooks", "MaxFileBytes", "MaxTotalBytes", "MaxOutputBytes", "Timeout", "MaxMemoryBytes", "MaxCPUTime", "Remote", "OCI"},
 		"PlainOptions":     {"Recurse", "Include", "Exclude", "Jsonnet"},
-		"HelmOptions":      {"ReleaseName", "ValuesFiles", "Values", "SkipCRDs", "KubeVersion"},
+		"HelmOptions":      {"ReleaseName", "ValuesFiles", "Values", "SkipCRDs", "KubeVersion", "Chart", "deps"},
 		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "Patches", "Components", "RemoteBases"},
 		"JsonnetOptions":   {"ExtVars", "TLAs", "Libs"},
 	}

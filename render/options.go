@@ -53,6 +53,37 @@ type Options struct {
 	// process starts; the render process reads only local files. nil fetches
 	// nothing: such targets are *Unavailable.
 	Remote *remote.Fetcher `json:"-"`
+	// OCI, when set, renders the target path inside a Flux OCIRepository's
+	// artifact (fetched by Remote) instead of inside the checkout.
+	OCI *OCISource `json:"oci,omitempty"`
+}
+
+// OCISource is a Flux OCIRepository: spec.url, spec.ref (digest wins over
+// semver, semver over tag; none means "latest"), spec.layerSelector and
+// spec.insecure.
+type OCISource struct {
+	URL       string `json:"url"`
+	Tag       string `json:"tag,omitempty"`
+	SemVer    string `json:"semver,omitempty"`
+	Digest    string `json:"digest,omitempty"`
+	MediaType string `json:"mediaType,omitempty"`
+	Operation string `json:"operation,omitempty"`
+	Insecure  bool   `json:"insecure,omitempty"`
+}
+
+func (s OCISource) String() string {
+	ref := s.Tag
+	switch {
+	case s.Digest != "":
+		ref = "@" + s.Digest
+	case s.SemVer != "":
+		ref = " " + s.SemVer
+	case ref == "":
+		ref = ":latest"
+	default:
+		ref = ":" + ref
+	}
+	return "OCI artifact " + remote.Redact(s.URL) + ref
 }
 
 // PlainOptions applies to directories of YAML/JSON manifests.

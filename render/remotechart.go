@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/driftpreview/driftpreview/render/remote"
+	"github.com/driftpreview/driftpreview/render/remote/oci"
 )
 
 // RemoteChart names a chart in a Helm HTTP repository: Flux's HelmRelease
@@ -41,6 +42,12 @@ type ResolvedChart struct {
 	Version   string
 	// Dependency is true for a chart dependency built like helm dependency build.
 	Dependency bool
+	// Artifact is true for a Flux OCIRepository artifact (Options.OCI): Name
+	// is empty and Version is its revision, tag@digest.
+	Artifact bool
+	// GitBase is true for a remote kustomize base fetched with git: Name is
+	// its path in the repository, Requested the ref, Version the commit.
+	GitBase bool
 }
 
 // localDependency is a fetched chart dependency the render child adds to the
@@ -60,6 +67,23 @@ type localDependency struct {
 // target is not rendered, the PR is not at fault.
 func prefetch(ctx context.Context, root, target string, opts *Options) (string, string, []ResolvedChart, error) {
 	var resolved []ResolvedChart
+	if o := opts.OCI; o != nil {
+		if opts.Remote == nil {
+			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: remote sources are not fetched (allow the registry with --allow-remote oci://host/path or the server config's remote: block)", o)}}
+		}
+		art, err := opts.Remote.OCIArtifact(ctx, oci.Ref{URL: o.URL, Tag: o.Tag, SemVer: o.SemVer, Digest: o.Digest}, o.MediaType, o.Operation, o.Insecure)
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", "", nil, fmt.Errorf("fetching %s: %w", o, ctx.Err())
+			}
+			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: %v", o, err)}}
+		}
+		resolved = append(resolved, ResolvedChart{RepoURL: art.URL, Requested: art.Requested, Version: art.Revision, Artifact: true})
+		root = art.Dir
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(target))); err != nil {
+			return "", "", nil, &Error{File: target, Err: fmt.Errorf("path %s does not exist in %s (resolved to %s)", target, o, art.Revision)}
+		}
+	}
 	if c := opts.Helm.Chart; c != nil {
 		if opts.Remote == nil {
 			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: remote charts are not fetched (allow the repository with --allow-remote or the server config's remote: block)", c)}}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/driftpreview/driftpreview/render/remote"
+	"github.com/driftpreview/driftpreview/render/remote/gitsrc"
 )
 
 // Render turns the target directory path (relative to the checkout root) into an
@@ -28,6 +32,39 @@ func Render(ctx context.Context, root, target string, opts Options) (ObjectSet, 
 		return ObjectSet{}, err
 	}
 	set, err := renderChild(ctx, root, target, opts)
+	// A remote kustomize base the render asks for is fetched here (the render
+	// process never touches the network) and the render runs again with it.
+	for n := 0; err != nil && opts.Remote != nil; n++ {
+		spec, ok := RemoteNeeded(err)
+		re, isErr := errors.AsType[*Error](err)
+		if !ok || !isErr {
+			break
+		}
+		if n >= maxRemoteBases {
+			err = &Error{File: re.File, Line: re.Line, Err: &Unavailable{Reason: fmt.Sprintf("the target uses more than %d remote bases, the limit per target", maxRemoteBases)}}
+			break
+		}
+		b, ferr := opts.Remote.GitBase(ctx, spec)
+		if ferr != nil {
+			if ctx.Err() != nil {
+				return ObjectSet{}, fmt.Errorf("fetching remote base %s: %w", remote.Redact(spec), ctx.Err())
+			}
+			name := remote.Redact(spec)
+			if s, perr := gitsrc.ParseKustomize(spec); perr == nil && s.Ref != "" {
+				name += " (ref " + s.Ref + ")"
+			}
+			err = &Error{File: re.File, Line: re.Line, Err: &Unavailable{Reason: fmt.Sprintf("remote base %s: %v", name, ferr)}}
+			break
+		}
+		bases := maps.Clone(opts.Kustomize.RemoteBases)
+		if bases == nil {
+			bases = map[string]RemoteBase{}
+		}
+		bases[spec] = RemoteBase{Root: b.Root, Path: b.Path, Revision: b.Commit}
+		opts.Kustomize.RemoteBases = bases
+		charts = append(charts, ResolvedChart{RepoURL: b.RepoURL, Name: b.Path, Requested: b.Ref, Version: b.Commit, GitBase: true})
+		set, err = renderChild(ctx, root, target, opts)
+	}
 	set.Charts = charts
 	if c := opts.Helm.Chart; c != nil && err != nil && len(charts) > 0 {
 		// The files are in the fetched chart, not in the checkout: name it.
@@ -37,6 +74,9 @@ func Render(ctx context.Context, root, target string, opts Options) (ObjectSet, 
 	}
 	return set, err
 }
+
+// maxRemoteBases caps the remote kustomize bases one render fetches.
+const maxRemoteBases = 16
 
 // renderLocal renders in this process: what the child process runs. The timeout
 // here is a second line behind the parent's, which kills the child.

@@ -1,0 +1,115 @@
+package render_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/driftpreview/driftpreview/render"
+	"github.com/driftpreview/driftpreview/render/remote/gitsrc/gittest"
+	"github.com/driftpreview/driftpreview/render/remote/oci/ocitest"
+)
+
+func kindNames(set render.ObjectSet) string {
+	var names []string
+	for _, o := range set.Objects {
+		names = append(names, o.Key.Kind+"/"+o.Key.Name)
+	}
+	return strings.Join(names, " ")
+}
+
+const crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: backups.example.com\n"
+
+// TestRenderOCIRepository renders a Flux Kustomization's path inside an
+// OCIRepository's artifact, pulled from an in-process registry, at two tags.
+func TestRenderOCIRepository(t *testing.T) {
+	reg := ocitest.Start(t)
+	reg.PushFiles(t, "manifests/db", "1.0.0", map[string]string{
+		"deploy/kustomization.yaml": kustHeader + "resources: [sts.yaml, crd.yaml]\n",
+		"deploy/sts.yaml":           "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n",
+		"deploy/crd.yaml":           crd,
+	})
+	reg.PushFiles(t, "manifests/db", "2.0.0", map[string]string{
+		"deploy/kustomization.yaml": kustHeader + "resources: [sts.yaml]\n",
+		"deploy/sts.yaml":           "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db-v2\n",
+	})
+	checkout := t.TempDir() // the repository holds only the OCIRepository
+	ctx := context.Background()
+	opts := render.DefaultOptions()
+	opts.Renderer = render.RendererKustomize
+	opts.Remote = fetcher(t, "oci://"+reg.Host()+"/manifests/")
+
+	for _, tc := range []struct{ tag, want string }{
+		{"1.0.0", "CustomResourceDefinition/backups.example.com StatefulSet/db"},
+		{"2.0.0", "StatefulSet/db-v2"},
+	} {
+		opts.OCI = &render.OCISource{URL: reg.URL("manifests/db"), Tag: tc.tag}
+		set, err := render.Render(ctx, checkout, "deploy", opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tag, err)
+		}
+		if got := kindNames(set); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.tag, got, tc.want)
+		}
+		if len(set.Charts) != 1 || !set.Charts[0].Artifact || !strings.HasPrefix(set.Charts[0].Version, tc.tag+"@sha256:") {
+			t.Errorf("%s: resolved %+v", tc.tag, set.Charts)
+		}
+	}
+
+	// Refusals: not rendered, with the reason.
+	for name, o := range map[string]render.Options{
+		"no fetcher":  {OCI: &render.OCISource{URL: reg.URL("manifests/db"), Tag: "1.0.0"}},
+		"not allowed": {OCI: &render.OCISource{URL: reg.URL("manifests/db"), Tag: "1.0.0"}, Remote: fetcher(t, "oci://"+reg.Host()+"/other/")},
+		"missing tag": {OCI: &render.OCISource{URL: reg.URL("manifests/db"), Tag: "3.0.0"}, Remote: opts.Remote},
+	} {
+		_, err := render.Render(ctx, checkout, "deploy", o)
+		reason, ok := render.IsUnavailable(err)
+		if !ok {
+			t.Errorf("%s: %v is not Unavailable", name, err)
+			continue
+		}
+		want := map[string]string{"no fetcher": "not fetched", "not allowed": "refused by policy", "missing tag": "not found"}[name]
+		if !strings.Contains(reason, want) {
+			t.Errorf("%s: %q does not say %q", name, reason, want)
+		}
+	}
+}
+
+// TestRenderRemoteBase renders an overlay whose base is a remote git
+// repository served over git's smart HTTP protocol, at two refs.
+func TestRenderRemoteBase(t *testing.T) {
+	srv := gittest.Start(t)
+	repo := srv.NewRepo(t, "platform")
+	c1 := repo.Commit(map[string]string{
+		"base/kustomization.yaml": kustHeader + "resources: [cm.yaml]\n",
+		"base/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  v: \"1\"\n",
+	}, "v1")
+	repo.Commit(map[string]string{"base/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings-v2\n"}, "v2")
+	ctx := context.Background()
+	for _, tc := range []struct{ ref, want, commit string }{
+		{"v1", "ConfigMap/app-settings", c1},
+		{"v2", "ConfigMap/app-settings-v2", ""},
+	} {
+		root := writeTree(t, map[string]string{
+			"app/kustomization.yaml": kustHeader + "namePrefix: app-\nresources:\n  - " + repo.URL + "//base?ref=" + tc.ref + "\n",
+		})
+		opts := render.DefaultOptions()
+		opts.Remote = fetcher(t, srv.URL+"/")
+		set, err := render.Render(ctx, root, "app", opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.ref, err)
+		}
+		if got := kindNames(set); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.ref, got, tc.want)
+		}
+		if len(set.Charts) != 1 || !set.Charts[0].GitBase || (tc.commit != "" && set.Charts[0].Version != tc.commit) {
+			t.Errorf("%s: resolved %+v", tc.ref, set.Charts)
+		}
+		// Refused by policy: not rendered, naming the line and the reason.
+		opts.Remote = fetcher(t, "https://git.example.com/")
+		_, err = render.Render(ctx, root, "app", opts)
+		if reason, ok := render.IsUnavailable(err); !ok || !strings.HasPrefix(reason, "app/kustomization.yaml:5: remote base") || !strings.Contains(reason, "refused by policy") || !strings.Contains(reason, "(ref "+tc.ref+")") {
+			t.Errorf("%s refused: %v", tc.ref, err)
+		}
+	}
+}
