@@ -79,9 +79,11 @@ func (f *Fetcher) GitBase(ctx context.Context, spec string) (*GitBase, error) {
 	}
 	fetch := func(dir string) (gitsrc.Result, error) {
 		g := &gitsrc.Fetcher{
-			Dir:              dir,
-			Allowed:          func(string) error { return nil }, // checked above
-			Dial:             func(ctx context.Context, network, addr string) (net.Conn, error) { return f.dial(context.WithValue(ctx, ctxKey{}, pr), network, addr) },
+			Dir:     dir,
+			Allowed: func(string) error { return nil }, // checked above
+			Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return f.dial(context.WithValue(ctx, ctxKey{}, pr), network, addr)
+			},
 			MaxTransferBytes: f.policy.MaxUnpackedBytes,
 			MaxTreeBytes:     f.policy.MaxUnpackedBytes,
 			MaxFiles:         int64(f.policy.MaxFiles),
