@@ -14,7 +14,7 @@ TESTENV      = $(eval TESTENV := $$(shell fixtures/cluster/testenv.sh))$(TESTENV
 RACE_PKGS   ?= $(shell $(GO) list ./bot/... ./diffing/... | grep -v '/bot/preview$$')
 PLAIN_PKGS  ?= ./cmd/... ./render/... ./deploy/... ./fixtures/... ./bot/preview
 
-.PHONY: build testenv testdeps test lint demo bench clean
+.PHONY: build image testenv testdeps test lint demo bench clean
 
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -23,6 +23,26 @@ LDFLAGS     := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/driftpreview
+
+IMAGE       ?= ghcr.io/driftpreview/driftpreview:$(VERSION)
+
+## image: the container image from the Dockerfile, with the first of docker, podman or
+## buildah that can build here; skipped with a message when none can (e.g. a docker
+## client without a daemon). BuildKit (docker's default builder since 23.0) and
+## buildah skip the Dockerfile's unused prebuilt stage.
+image:
+	@builder=""; \
+	for b in docker podman buildah; do \
+	  command -v $$b >/dev/null 2>&1 || continue; \
+	  if [ $$b = buildah ] || $$b info >/dev/null 2>&1; then builder=$$b; break; fi; \
+	  echo "make image: $$b is installed but cannot build here ($$b info failed; is its daemon running?)"; \
+	done; \
+	if [ -z "$$builder" ]; then \
+	  echo "make image: skipped: no working container builder (docker, podman or buildah) on this machine; releases build the image with .goreleaser.yaml"; \
+	  exit 0; \
+	fi; \
+	echo "make image: building $(IMAGE) with $$builder"; \
+	DOCKER_BUILDKIT=1 $$builder build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
 ## testenv: build the real kube-apiserver v1.37.2 and etcd v3.6.16 into the user cache (idempotent)
 testenv:
