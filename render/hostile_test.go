@@ -30,11 +30,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 	}
 	root := filepath.Join(base, "repo")
 	for name, content := range files {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(inTree(t, root, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -371,8 +367,8 @@ func TestRenderHostile(t *testing.T) {
 		{
 			name: "total size limit",
 			files: map[string]string{
-				"app/a.yaml": cm + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
-				"app/b.yaml": strings.Replace(cm, "name: cm", "name: cm2", 1) + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
+				"app/a.yaml": padded("cm"),
+				"app/b.yaml": padded("cm2"),
 			},
 			target:  "app",
 			opts:    func(o *render.Options) { o.MaxTotalBytes = 1000 },
@@ -391,8 +387,8 @@ func TestRenderHostile(t *testing.T) {
 		{
 			name: "plain files over the per-target output limit",
 			files: map[string]string{
-				"app/a.yaml": cm + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
-				"app/b.yaml": strings.Replace(cm, "name: cm", "name: cm2", 1) + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
+				"app/a.yaml": padded("cm"),
+				"app/b.yaml": padded("cm2"),
 			},
 			target:  "app",
 			opts:    func(o *render.Options) { o.MaxOutputBytes = 1000 },
@@ -402,8 +398,8 @@ func TestRenderHostile(t *testing.T) {
 			name: "kustomize output over the per-target output limit",
 			files: map[string]string{
 				"app/kustomization.yaml": kustHeader + "resources:\n  - a.yaml\n  - b.yaml\n",
-				"app/a.yaml":             cm + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
-				"app/b.yaml":             strings.Replace(cm, "name: cm", "name: cm2", 1) + "data:\n  x: " + strings.Repeat("a", 600) + "\n",
+				"app/a.yaml":             padded("cm"),
+				"app/b.yaml":             padded("cm2"),
 			},
 			target:  "app",
 			opts:    func(o *render.Options) { o.MaxOutputBytes = 1000 },
@@ -528,13 +524,24 @@ func TestRenderHostile(t *testing.T) {
 	}
 }
 
+// padded is a ConfigMap named name with a 600-byte value, for the size limits.
+func padded(name string) string {
+	return strings.Replace(cm, "name: cm", "name: "+name, 1) + "data:\n  x: " + strings.Repeat("a", 600) + "\n"
+}
+
+// inTree is the path of name under root, its parent directories created.
+func inTree(t *testing.T, root, name string) string {
+	t.Helper()
+	p := filepath.Join(root, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func symlink(target, link string) func(t *testing.T, root string) {
 	return func(t *testing.T, root string) {
-		p := filepath.Join(root, link)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, p); err != nil {
+		if err := os.Symlink(target, inTree(t, root, link)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -542,11 +549,7 @@ func symlink(target, link string) func(t *testing.T, root string) {
 
 func bigFile(name string, size int) func(t *testing.T, root string) {
 	return func(t *testing.T, root string) {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Create(p)
+		f, err := os.Create(inTree(t, root, name))
 		if err != nil {
 			t.Fatal(err)
 		}
