@@ -267,6 +267,7 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 	if !ok {
 		return notRendered(fmt.Sprintf("spec.path %q leaves the repository", s.Path))
 	}
+	var ociSrc *render.OCISource
 	if s.SourceRef.Kind == "ExternalArtifact" {
 		rp, note, reason := d.artifactPath(s.SourceRef, ns, t.Cluster, p, fx)
 		if reason != "" {
@@ -274,6 +275,15 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 		}
 		p = rp
 		t.Notes = append(t.Notes, note)
+	} else if s.SourceRef.Kind == "OCIRepository" {
+		// An OCIRepository's artifact is fetched when the target is rendered
+		// (if the remote policy allows the registry), and spec.path is read
+		// inside it, as kustomize-controller does with the artifact.
+		src, reason := d.ociRepository(s.SourceRef, ns, t.Cluster)
+		if src == nil {
+			return notRendered("source outside this repo: " + reason)
+		}
+		ociSrc = src
 	} else if src := d.thisRepoSource(s.SourceRef, ns, t.Cluster, fx); src.otherRevision {
 		return notRendered("not affected by this PR: " + src.reason)
 	} else if !src.ok {
@@ -285,6 +295,12 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 	}
 	opts := render.DefaultOptions()
 	r, exists := detectRenderer(d.root, p)
+	if ociSrc != nil {
+		// The path is inside the artifact: the kustomize renderer builds it,
+		// generating a kustomization where there is none, as Flux does.
+		r, exists = render.RendererKustomize, true
+		opts.OCI = ociSrc
+	}
 	if !exists {
 		t.Notes = append(t.Notes, fmt.Sprintf("path %s does not exist in this checkout", p))
 	}
@@ -576,4 +592,56 @@ func hideLeaves(v map[string]any, secret, key string) map[string]any {
 		out[k] = secretPlaceholder(secret, key)
 	}
 	return out
+}
+
+// fluxOCIRepository is what discovery reads of an OCIRepository.
+type fluxOCIRepository struct {
+	Spec struct {
+		URL string `json:"url"`
+		Ref *struct {
+			Tag          string `json:"tag"`
+			SemVer       string `json:"semver"`
+			SemverFilter string `json:"semverFilter"`
+			Digest       string `json:"digest"`
+		} `json:"ref"`
+		LayerSelector *struct {
+			MediaType string `json:"mediaType"`
+			Operation string `json:"operation"`
+		} `json:"layerSelector"`
+		Insecure bool `json:"insecure"`
+	} `json:"spec"`
+}
+
+// ociRepository finds the OCIRepository a sourceRef names (in the target's
+// cluster, or in no cluster) and returns it as a render source, or why not.
+func (d *discovery) ociRepository(ref fluxSourceRef, ns, cluster string) (*render.OCISource, string) {
+	ns = firstNonEmpty(ref.Namespace, ns)
+	for _, c := range clusterKeys(cluster) {
+		for _, m := range d.manifests {
+			if m.superseded || m.group() != groupFluxSrc || m.Kind != "OCIRepository" || m.Name != ref.Name ||
+				m.namespaceOr(defaultFluxNS) != ns || m.Cluster != c {
+				continue
+			}
+			var o fluxOCIRepository
+			if err := m.decode(&o); err != nil {
+				return nil, fmt.Sprintf("OCIRepository %s cannot be read: %v", nsName(ns, ref.Name), err)
+			}
+			s := o.Spec
+			if !strings.HasPrefix(s.URL, "oci://") {
+				return nil, fmt.Sprintf("OCIRepository %s: spec.url %q is not an oci:// URL", nsName(ns, ref.Name), s.URL)
+			}
+			src := &render.OCISource{URL: s.URL, Insecure: s.Insecure}
+			if r := s.Ref; r != nil {
+				if r.SemverFilter != "" {
+					return nil, fmt.Sprintf("OCIRepository %s: spec.ref.semverFilter is not supported by driftpreview", nsName(ns, ref.Name))
+				}
+				src.Tag, src.SemVer, src.Digest = r.Tag, r.SemVer, r.Digest
+			}
+			if l := s.LayerSelector; l != nil {
+				src.MediaType, src.Operation = l.MediaType, l.Operation
+			}
+			return src, ""
+		}
+	}
+	return nil, fmt.Sprintf("OCIRepository %s", nsName(ns, ref.Name))
 }

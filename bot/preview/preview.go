@@ -531,7 +531,7 @@ func (p *pipeline) reader(cl *Cluster) (*live.Reader, error) {
 // renderAt renders the target in one checkout. A target directory missing at one
 // side is an empty set (a new or removed target), with a note, not an error.
 func (p *pipeline) renderAt(ctx context.Context, root string, t config.Target) (set render.ObjectSet, note string, err error) {
-	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(t.Path))); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(t.Path))); errors.Is(err, fs.ErrNotExist) && t.Render.OCI == nil {
 		side := "head"
 		if filepath.Base(root) == "base" {
 			side = "base"
