@@ -496,10 +496,22 @@ func screenPlugin(file string, line int, n *yaml.Node) error {
 
 var hostLike = regexp.MustCompile(`^[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)+(:\d+)?/`)
 
-// isRemote reports whether a resources/components entry names something kustomize
-// would fetch: a URL, a git reference or a host/path spec that does not exist
-// locally.
+// isRemote is IsRemote for an entry of the kustomization in dir.
 func isRemote(sb *sandbox, dir, v string) bool {
+	return IsRemote(v, func(p string) bool {
+		_, err := sb.stat(path.Join(dir, p))
+		return err == nil
+	})
+}
+
+// IsRemote reports whether a kustomization reference (a resources, components or
+// bases entry) names something kustomize would fetch: a URL, a git reference
+// (git@, git::, gh:, github.com/…, ?ref=, Azure's _git/) or a host/path spec
+// (example.com/x, repo.git/dir) that does not exist locally. exists says whether a
+// path relative to the kustomization's directory exists there; nil means it does
+// not. Kustomize's own rule (api/internal/git RepoSpecFromURL) tries the path
+// locally first and falls back to a remote fetch.
+func IsRemote(v string, exists func(string) bool) bool {
 	switch {
 	case strings.Contains(v, "://"),
 		strings.HasPrefix(v, "git@"), strings.HasPrefix(v, "git::"),
@@ -510,8 +522,7 @@ func isRemote(sb *sandbox, dir, v string) bool {
 		return true
 	}
 	if hostLike.MatchString(v) || strings.Contains(v, ".git/") || strings.HasSuffix(v, ".git") {
-		_, err := sb.stat(path.Join(dir, v))
-		return err != nil
+		return exists == nil || !exists(v)
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path"
 	"path/filepath"
@@ -210,17 +211,25 @@ func render(ctx context.Context, root, target string, opts Options) (ObjectSet, 
 	return set, nil
 }
 
-// kustomizationNames are the file names kustomize accepts, in its order.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+// KustomizationNames are the file names kustomize accepts, in its order
+// (konfig.RecognizedKustomizationFileNames).
+var KustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+var kustomizationNames = KustomizationNames
 
 // detect picks the renderer from the files in the target directory.
-func detect(sb *sandbox, dir string) Renderer {
-	for _, n := range kustomizationNames {
-		if fi, err := sb.stat(path.Join(dir, n)); err == nil && !fi.IsDir() {
+func detect(sb *sandbox, dir string) Renderer { return Detect(sb.stat, dir) }
+
+// Detect picks the renderer for the directory dir the way Argo CD and Flux do: a
+// kustomization (any of KustomizationNames) means kustomize, a Chart.yaml helm,
+// anything else plain manifests. stat looks a path up (os.Stat, or a sandbox's).
+func Detect(stat func(name string) (fs.FileInfo, error), dir string) Renderer {
+	for _, n := range KustomizationNames {
+		if fi, err := stat(path.Join(dir, n)); err == nil && !fi.IsDir() {
 			return RendererKustomize
 		}
 	}
-	if fi, err := sb.stat(path.Join(dir, "Chart.yaml")); err == nil && !fi.IsDir() {
+	if fi, err := stat(path.Join(dir, "Chart.yaml")); err == nil && !fi.IsDir() {
 		return RendererHelm
 	}
 	return RendererPlain

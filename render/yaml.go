@@ -38,8 +38,8 @@ var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // DecodeYAML splits data into YAML documents and converts each to JSON-compatible
 // values, refusing alias bombs, documents nested deeper than MaxDepth and duplicate
 // mapping keys. Errors are *Error naming file and line, fit for a PR comment.
-// Empty documents are dropped. The config and gitops packages use it to read YAML
-// with line-aware errors.
+// Empty documents are dropped. Render reads manifests, kustomize inputs and Helm
+// values files through it, and `driftpreview render` its input files.
 func DecodeYAML(data []byte, file string) ([]Document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []Document

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/render"
 )
 
 // PathOptions bounds and steers discovery by paths, which reads an untrusted
@@ -42,9 +43,6 @@ func DefaultPathOptions() PathOptions {
 		MaxFileBytes: 1 << 20,
 	}
 }
-
-// kustomizationNames are the file names kustomize accepts, in its order.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
 // FromPaths finds the targets to preview when the repository has no config and
 // declares no GitOps controller objects. A target
@@ -178,7 +176,7 @@ func (s *scan) walk() error {
 				if !s.skipDir(name) {
 					subdirs = append(subdirs, path.Join(dir, name))
 				}
-			case slices.Contains(kustomizationNames, name):
+			case slices.Contains(render.KustomizationNames, name):
 				if info.kustomization == "" {
 					info.kustomization = name
 				}
@@ -285,7 +283,7 @@ func (s *scan) readKustomization(dir string, info *dirInfo) {
 		refs = append(refs, g.Env)
 	}
 	for _, ref := range refs {
-		if ref == "" || strings.ContainsAny(ref, "\n{}") || isRemote(ref) {
+		if ref == "" || strings.ContainsAny(ref, "\n{}") || render.IsRemote(ref, func(p string) bool { return s.exists(path.Join(dir, p)) }) {
 			continue // inline patches and transformer configs, remote bases
 		}
 		joined := path.Join(dir, ref)
@@ -296,9 +294,9 @@ func (s *scan) readKustomization(dir string, info *dirInfo) {
 	}
 }
 
-func isRemote(ref string) bool {
-	return strings.Contains(ref, "://") || strings.Contains(ref, "?ref=") || strings.HasPrefix(ref, "git@") ||
-		strings.HasPrefix(ref, "github.com/") || strings.HasPrefix(ref, "gitlab.com/") || strings.HasPrefix(ref, "bitbucket.org/")
+func (s *scan) exists(name string) bool {
+	_, err := fs.Stat(s.fsys, name)
+	return err == nil
 }
 
 // link turns each kustomization's references into referrer edges: a referenced
@@ -466,7 +464,7 @@ func (s *scan) affected(c string) []string {
 			break
 		}
 	}
-	if chart == "" && !hasManifestExt(c) && !slices.Contains(kustomizationNames, path.Base(c)) && !s.referenced(c) {
+	if chart == "" && !hasManifestExt(c) && !slices.Contains(render.KustomizationNames, path.Base(c)) && !s.referenced(c) {
 		// A README, a script or a picture next to a kustomization or plain
 		// manifests: kustomize reads only the files its kustomization names,
 		// and a plain directory only manifests. (Anything in a chart may be

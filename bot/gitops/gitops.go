@@ -486,15 +486,7 @@ func detectRenderer(root, rel string) (render.Renderer, bool) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return render.RendererAuto, false
 	}
-	for _, f := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			return render.RendererKustomize, true
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil {
-		return render.RendererHelm, true
-	}
-	return render.RendererPlain, true
+	return render.Detect(os.Stat, dir), true
 }
 
 // clusterFor maps a destination or cluster directory to a server-config cluster name.
