@@ -93,6 +93,9 @@ var must = map[string]struct {
 	"18-namespace-field": {nil, false},
 	// A configMapGenerator literal changes: a new hash name, references follow.
 	"19-generator-hash-rotation": {[]string{"hash-rotation ConfigMap/s19/settings-6762bb9f2h"}, false},
+	// A remote kustomize base bumped at head, with no remote policy: not
+	// rendered, with the reason; nothing fails.
+	"57-remote-base-refused": {[]string{"not-rendered"}, false},
 }
 
 // mustPreExisting lists, per scenario, findings ("rule key path manager" patterns)
@@ -107,7 +110,7 @@ var mustPreExisting = map[string][]string{
 
 // mustNothingCompared names the scenarios where no target could be compared: the
 // report says so and the bot's check is neutral.
-var mustNothingCompared = map[string]bool{"12-bad-config": true, "17-nothing-rendered": true}
+var mustNothingCompared = map[string]bool{"12-bad-config": true, "17-nothing-rendered": true, "57-remote-base-refused": true}
 
 func TestScenarios(t *testing.T) {
 	dirs, err := filepath.Glob("../../fixtures/scenarios/[0-9]*")
