@@ -56,6 +56,8 @@ type childRequest struct {
 	Opts   Options `json:"opts"`
 	// Deps are chart dependencies the parent fetched (prefetch).
 	Deps []localDependency `json:"deps,omitempty"`
+	// Values are the checkout values files of a remote chart, parsed.
+	Values map[string]map[string]any `json:"values,omitempty"`
 }
 
 type childResult struct {
@@ -117,6 +119,10 @@ func childMain(in io.Reader, out io.Writer) int {
 func childServe(req childRequest) childResult {
 	req.Opts.Helm.Values, _ = numbers(req.Opts.Helm.Values).(map[string]any)
 	req.Opts.Helm.deps = req.Deps
+	for k, v := range req.Values {
+		req.Values[k], _ = numbers(v).(map[string]any)
+	}
+	req.Opts.Helm.checkoutValues = req.Values
 	if req.Opts.MaxMemoryBytes > 0 {
 		// Let the collector work hard before the kernel's limit makes an
 		// allocation fatal; runtime metadata and C memory count there too.
@@ -153,7 +159,7 @@ func renderChild(ctx context.Context, root, target string, opts Options) (Object
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: resolving root %s: %w", target, root, err)
 	}
-	req, err := json.Marshal(childRequest{Root: absRoot, Target: target, Opts: opts, Deps: opts.Helm.deps})
+	req, err := json.Marshal(childRequest{Root: absRoot, Target: target, Opts: opts, Deps: opts.Helm.deps, Values: opts.Helm.checkoutValues})
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: encoding the request: %w", target, err)
 	}

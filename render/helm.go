@@ -42,6 +42,10 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 
 	vals := map[string]any{}
 	for _, vf := range opts.Helm.ValuesFiles {
+		if v, ok := opts.Helm.checkoutValues[vf]; ok {
+			vals = mergeValues(vals, copyValues(v))
+			continue
+		}
 		data, err := sb.readFile(vf)
 		if err != nil {
 			return ObjectSet{}, fmt.Errorf("reading values file: %w", err)

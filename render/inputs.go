@@ -95,6 +95,11 @@ func FindInputs(root, target string, opts Options) Inputs {
 		return Inputs{Unknown: err.Error()}
 	}
 	defer sb.Close()
+	if c := opts.Helm.Chart; c != nil {
+		// The repository may publish a release a version range resolves to
+		// without any file of the checkout changing.
+		return Inputs{Unknown: c.String() + ": a version range may resolve to a new release without a change in the checkout"}
+	}
 	w := &inputWalker{sb: sb, seen: map[string]bool{}}
 	t, err := cleanRel(filepath.ToSlash(target))
 	if err != nil {

@@ -112,12 +112,16 @@ type HelmOptions struct {
 	// Chart, when set, renders this chart from a Helm repository (fetched by
 	// Options.Remote) instead of the target directory; ValuesFiles are then
 	// relative to the chart, as Flux's valuesFiles and Argo CD's valueFiles of a
-	// chart source are.
+	// chart source are, except those starting with CheckoutPrefix ("$checkout/"),
+	// which are files of the checkout (Argo CD's $ref value files).
 	Chart *RemoteChart `json:"chart,omitempty"`
 
 	// deps are the fetched dependency archives the render process adds to
 	// charts/ (sent to it in the request, not in Options).
 	deps []localDependency
+	// checkoutValues are the parsed CheckoutPrefix values files of a remote
+	// chart, by their ValuesFiles entry (sent in the request too).
+	checkoutValues map[string]map[string]any
 }
 
 // KustomizeOptions are overrides applied on top of the target's kustomization, the

@@ -33,6 +33,10 @@ func (c RemoteChart) String() string {
 	return fmt.Sprintf("chart %s %s from %s", c.Name, v, remote.Redact(c.RepoURL))
 }
 
+// CheckoutPrefix marks a values file of a remote chart that is a file of the
+// checkout rather than of the chart.
+const CheckoutPrefix = "$checkout/"
+
 // ResolvedChart is a chart a render fetched: the version asked for and the one
 // it resolved to.
 type ResolvedChart struct {
@@ -88,6 +92,13 @@ func prefetch(ctx context.Context, root, target string, opts *Options) (string, 
 		if opts.Remote == nil {
 			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: remote charts are not fetched (allow the repository with --allow-remote or the server config's remote: block)", c)}}
 		}
+		// Values files of the checkout are read now, before the render moves to
+		// the chart's directory, and travel to the render process parsed.
+		vals, err := checkoutValues(root, opts)
+		if err != nil {
+			return "", "", nil, err
+		}
+		opts.Helm.checkoutValues = vals
 		ch, err := opts.Remote.HelmChart(ctx, c.RepoURL, c.Name, c.Version)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -172,6 +183,49 @@ func prefetchDependencies(ctx context.Context, root, target string, opts *Option
 		return nil, &Error{File: file, Err: &Unavailable{Reason: fmt.Sprintf("building chart dependencies like helm dependency build: %v", err)}}
 	}
 	return deps, nil
+}
+
+// checkoutValues reads the values files of a remote chart that are files of
+// the checkout, with the render's limits and YAML checks.
+func checkoutValues(root string, opts *Options) (map[string]map[string]any, error) {
+	var out map[string]map[string]any
+	for _, vf := range opts.Helm.ValuesFiles {
+		rel, ok := strings.CutPrefix(vf, CheckoutPrefix)
+		if !ok {
+			continue
+		}
+		sb, err := openSandbox(root, *opts)
+		if err != nil {
+			return nil, err
+		}
+		f, err := cleanRel(rel)
+		if err != nil {
+			sb.Close()
+			return nil, &Error{File: rel, Err: err}
+		}
+		data, err := sb.readFile(f)
+		sb.Close()
+		if err != nil {
+			return nil, err
+		}
+		docs, err := DecodeYAML(data, f)
+		if err != nil {
+			return nil, err
+		}
+		vals := map[string]any{}
+		for _, d := range docs {
+			m, ok := d.Value.(map[string]any)
+			if !ok {
+				return nil, &Error{File: f, Line: d.Line, Err: errors.New("a values file must be a YAML mapping")}
+			}
+			vals = mergeValues(vals, m)
+		}
+		if out == nil {
+			out = map[string]map[string]any{}
+		}
+		out[vf] = vals
+	}
+	return out, nil
 }
 
 func readCapped(r *os.Root, name string, max int64) ([]byte, error) {

@@ -49,7 +49,7 @@ func checkout(t *testing.T, files map[string]string) string {
 
 func TestRemoteChart(t *testing.T) {
 	repo := remotetest.NewHelmRepo(t, chartVersion("1.0.0", ""), chartVersion("1.1.0", ""), chartVersion("2.0.0", ""))
-	root := checkout(t, map[string]string{"apps/podinfo/release.yaml": "kind: HelmRelease\n"})
+	root := checkout(t, map[string]string{"apps/podinfo/release.yaml": "kind: HelmRelease\n", "apps/podinfo/values.yaml": "replicas: 5\n"})
 	opts := render.DefaultOptions()
 	opts.Helm.ReleaseName = "web"
 	opts.Helm.Chart = &render.RemoteChart{RepoURL: repo.URL, Name: "podinfo", Version: "1.x"}
@@ -65,6 +65,19 @@ func TestRemoteChart(t *testing.T) {
 	cm := set.Objects[0].Obj.Object["data"].(map[string]any)
 	if cm["version"] != "1.1.0" || cm["replicas"] != "3" {
 		t.Errorf("rendered %v, want version 1.1.0 from the range, replicas 3 from the chart's values file", cm)
+	}
+	// A values file of the checkout (Argo CD's $values/...) applies in its turn.
+	o := opts
+	o.Helm.ValuesFiles = []string{"ci/prod.yaml", render.CheckoutPrefix + "apps/podinfo/values.yaml"}
+	set2, err := render.Render(t.Context(), root, "apps/podinfo", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set2.Objects[0].Obj.Object["data"].(map[string]any)["replicas"]; got != "5" {
+		t.Errorf("replicas %v, want 5 from the checkout's values file", got)
+	}
+	if in := render.FindInputs(root, "apps/podinfo", opts); in.Unknown == "" {
+		t.Errorf("a remote chart's inputs are known: %+v", in)
 	}
 	if len(set.Charts) != 1 || set.Charts[0].Version != "1.1.0" || set.Charts[0].Requested != "1.x" {
 		t.Errorf("charts %+v", set.Charts)

@@ -3,6 +3,7 @@ package gitops
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -252,12 +253,24 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 	opts.Namespace = t.Namespace
 	opts.Helm.ReleaseName = m.Name
 	opts.ArgoCDHooks = true // Argo CD never syncs or prunes hook objects
+	remoteChart := false
 	if s.Chart != "" {
-		// A chart from a Helm repository: renderable only when vendored.
+		// A chart from a Helm repository: the vendored copy when there is one,
+		// else fetched from a Helm HTTP repository when rendered (if the remote
+		// policy allows it). targetRevision is a version or a semver range, which
+		// Argo CD's repo server resolves with Masterminds semver against the
+		// index as Helm does (render/remote.ResolveVersion).
 		vendored := "charts/" + s.Chart
 		if r, ok := detectRenderer(d.root, vendored); ok && r == render.RendererHelm {
 			t.Path = vendored
 			t.Notes = append(t.Notes, fmt.Sprintf("chart %s %s from %s is rendered from the vendored copy in %s", s.Chart, s.TargetRevision, s.RepoURL, vendored))
+		} else if u := s.RepoURL; strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+			if why := d.remoteRefusal(u); why != "" {
+				return why, false
+			}
+			remoteChart = true
+			t.Path = path.Dir(m.File)
+			opts.Helm.Chart = &render.RemoteChart{RepoURL: u, Name: s.Chart, Version: s.TargetRevision}
 		} else {
 			return "source outside this repo: " + s.RepoURL, false
 		}
@@ -278,11 +291,14 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 		return fmt.Sprintf("config management plugin %q is not run by driftpreview", s.Plugin.Name), false
 	}
 	r, exists := detectRenderer(d.root, t.Path)
+	if remoteChart {
+		r = render.RendererHelm
+	}
 	opts.Renderer = r
 	if r != render.RendererHelm {
 		opts.Helm.ReleaseName = ""
 	}
-	if !exists {
+	if !exists && !remoteChart {
 		t.Notes = append(t.Notes, fmt.Sprintf("path %s does not exist in this checkout", t.Path))
 	}
 	if h := s.Helm; h != nil {
@@ -291,6 +307,15 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 		}
 		opts.Helm.SkipCRDs = h.SkipCrds
 		for _, f := range h.ValueFiles {
+			if remoteChart {
+				// Files of the chart, or of this repository through a $ref.
+				vf, err := argoRemoteValueFile(f, refs, d)
+				if err != nil {
+					return err.Error(), false
+				}
+				opts.Helm.ValuesFiles = append(opts.Helm.ValuesFiles, vf)
+				continue
+			}
 			vf, err := argoValueFile(t.Path, f, refs, d)
 			if err != nil {
 				return err.Error(), false
@@ -428,6 +453,27 @@ func argoValueFile(srcPath, f string, refs map[string]argoSource, d *discovery) 
 	p, ok := cleanRel(srcPath + "/" + f)
 	if !ok {
 		return "", fmt.Errorf("value file %s leaves the repository", f)
+	}
+	return p, nil
+}
+
+// argoRemoteValueFile maps a valueFiles entry of a chart from a Helm repository:
+// a $ref file of this repository becomes a render.CheckoutPrefix path, anything
+// else is a file of the chart.
+func argoRemoteValueFile(f string, refs map[string]argoSource, d *discovery) (string, error) {
+	if strings.HasPrefix(f, "$") {
+		p, err := argoValueFile(".", f, refs, d)
+		if err != nil {
+			return "", err
+		}
+		return render.CheckoutPrefix + p, nil
+	}
+	if strings.Contains(f, "://") {
+		return "", fmt.Errorf("value file %s is a URL outside this repo", f)
+	}
+	p, ok := cleanRel(f)
+	if !ok {
+		return "", fmt.Errorf("value file %s leaves the chart", f)
 	}
 	return p, nil
 }

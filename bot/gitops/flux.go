@@ -24,10 +24,15 @@ type fluxIndex struct {
 	gitRepos map[string]fluxGitRepo
 	// helmRepos maps cluster|namespace/name of each HelmRepository or
 	// OCIRepository to its URL.
-	helmRepos  map[string]string
-	artifacts  map[string]*fluxArtifact
-	configMaps map[string]*manifest
-	secrets    map[string]*manifest
+	helmRepos map[string]string
+	// helmRepoTypes maps a HelmRepository's key to its spec.type ("" or
+	// "default" for an HTTP repository, "oci"), and helmCharts holds the Flux
+	// HelmChart objects a HelmRelease's chartRef may name.
+	helmRepoTypes map[string]string
+	helmCharts    map[string]*manifest
+	artifacts     map[string]*fluxArtifact
+	configMaps    map[string]*manifest
+	secrets       map[string]*manifest
 }
 
 // fluxGitRepo is what discovery reads of a GitRepository.
@@ -49,6 +54,7 @@ func clusterKey(cluster, ns, name string) string { return cluster + "|" + nsName
 // fluxIndex indexes the sources, ConfigMaps and Secrets among the manifests.
 func (d *discovery) fluxIndex() *fluxIndex {
 	fx := &fluxIndex{gitRepos: map[string]fluxGitRepo{}, helmRepos: map[string]string{}, artifacts: map[string]*fluxArtifact{},
+		helmRepoTypes: map[string]string{}, helmCharts: map[string]*manifest{},
 		configMaps: map[string]*manifest{}, secrets: map[string]*manifest{}}
 	for _, m := range d.manifests {
 		if m.superseded {
@@ -61,10 +67,22 @@ func (d *discovery) fluxIndex() *fluxIndex {
 				Spec fluxGitRepo `json:"spec"`
 			}
 			_ = m.decode(&src) // a source that cannot be read has no URL: outside this repo
-			if m.Kind == "GitRepository" {
+			switch m.Kind {
+			case "GitRepository":
 				fx.gitRepos[k] = src.Spec
-			} else {
+			case "HelmChart":
+				fx.helmCharts[k] = m
+			default:
 				fx.helmRepos[k] = src.Spec.URL
+				if m.Kind == "HelmRepository" {
+					var hr struct {
+						Spec struct {
+							Type string `json:"type"`
+						} `json:"spec"`
+					}
+					_ = m.decode(&hr)
+					fx.helmRepoTypes[k] = firstNonEmpty(hr.Spec.Type, "default")
+				}
 			}
 		case m.group() == groupFluxGen && m.Kind == "ArtifactGenerator":
 			d.indexArtifacts(m, fx)
@@ -425,23 +443,27 @@ func fluxImageString(img fluxImage) string {
 	return s
 }
 
+// fluxChartTemplate is a HelmRelease's spec.chart, and the same fields of a Flux
+// HelmChart object.
+type fluxChartTemplate struct {
+	Spec struct {
+		Chart       string        `json:"chart"`
+		Version     string        `json:"version"`
+		SourceRef   fluxSourceRef `json:"sourceRef"`
+		ValuesFiles []string      `json:"valuesFiles"`
+	} `json:"spec"`
+}
+
 // fluxHelmReleaseSpec is the part of a Flux HelmRelease discovery reads.
 type fluxHelmReleaseSpec struct {
 	Spec struct {
-		ReleaseName     string `json:"releaseName"`
-		TargetNamespace string `json:"targetNamespace"`
-		Suspend         bool   `json:"suspend"`
-		Chart           *struct {
-			Spec struct {
-				Chart       string        `json:"chart"`
-				Version     string        `json:"version"`
-				SourceRef   fluxSourceRef `json:"sourceRef"`
-				ValuesFiles []string      `json:"valuesFiles"`
-			} `json:"spec"`
-		} `json:"chart"`
-		ChartRef   *fluxSourceRef `json:"chartRef"`
-		Values     map[string]any `json:"values"`
-		ValuesFrom []struct {
+		ReleaseName     string             `json:"releaseName"`
+		TargetNamespace string             `json:"targetNamespace"`
+		Suspend         bool               `json:"suspend"`
+		Chart           *fluxChartTemplate `json:"chart"`
+		ChartRef        *fluxSourceRef     `json:"chartRef"`
+		Values          map[string]any     `json:"values"`
+		ValuesFrom      []struct {
 			Kind       string `json:"kind"`
 			Name       string `json:"name"`
 			ValuesKey  string `json:"valuesKey"`
@@ -488,8 +510,17 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 			Message: fmt.Sprintf("HelmRelease %s is suspended: this PR will not be applied until it is resumed.", m.Name),
 		})
 	}
+	srcNS := ns // the namespace the chart's sourceRef defaults to
 	if s.ChartRef != nil {
-		return notRendered(fmt.Sprintf("source outside this repo: chartRef %s %s", s.ChartRef.Kind, s.ChartRef.Name))
+		// A chartRef to a HelmChart object of the repository reads like
+		// spec.chart.spec (helm-controller: the HelmChart is what spec.chart
+		// generates), with the HelmChart's namespace for its sourceRef.
+		hc, hcNS := fx.helmChart(s.ChartRef, ns, t.Cluster)
+		if hc == nil {
+			return notRendered(fmt.Sprintf("source outside this repo: chartRef %s %s", s.ChartRef.Kind, s.ChartRef.Name))
+		}
+		s.Chart = hc
+		srcNS = hcNS
 	}
 	if s.Chart == nil || s.Chart.Spec.Chart == "" {
 		return notRendered("spec.chart.spec.chart is empty")
@@ -498,7 +529,7 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	opts := render.DefaultOptions()
 	opts.Renderer = render.RendererHelm
 	opts.Namespace = t.Namespace
-	src := d.thisRepoSource(cs.SourceRef, ns, t.Cluster, fx)
+	src := d.thisRepoSource(cs.SourceRef, srcNS, t.Cluster, fx)
 	if src.otherRevision {
 		return notRendered("not affected by this PR: " + src.reason)
 	}
@@ -515,18 +546,34 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 			}
 			opts.Helm.ValuesFiles = append(opts.Helm.ValuesFiles, vf)
 		}
-	} else {
-		vendored := "charts/" + path.Base(cs.Chart)
-		if r, ok := detectRenderer(d.root, vendored); !ok || r != render.RendererHelm {
+	} else if vendored := "charts/" + path.Base(cs.Chart); !isChartDir(d.root, vendored) {
+		repoURL, ok := fx.httpHelmRepo(cs.SourceRef, srcNS, t.Cluster)
+		if !ok {
 			return notRendered("source outside this repo: " + src.reason)
 		}
+		if why := d.remoteRefusal(repoURL); why != "" {
+			return notRendered(why)
+		}
+		// A chart from a Helm HTTP repository: fetched when rendered, if the
+		// remote policy allows the repository (else not rendered, with the
+		// reason). valuesFiles are files of the chart, as in Flux.
+		t.Path = path.Dir(m.File)
+		opts.Helm.Chart = &render.RemoteChart{RepoURL: repoURL, Name: cs.Chart, Version: cs.Version}
+		for _, f := range cs.ValuesFiles {
+			vf, ok := cleanRel(f)
+			if !ok {
+				return notRendered(fmt.Sprintf("values file %q leaves the chart", f))
+			}
+			opts.Helm.ValuesFiles = append(opts.Helm.ValuesFiles, vf)
+		}
+	} else {
 		t.Path = vendored
 		t.Notes = append(t.Notes, fmt.Sprintf("chart %s %s from %s is rendered from the vendored copy in %s", cs.Chart, cs.Version, src.reason, vendored))
 		if len(cs.ValuesFiles) > 0 {
 			t.Notes = append(t.Notes, "spec.chart.spec.valuesFiles of a chart outside this repo are not read")
 		}
 	}
-	if _, exists := detectRenderer(d.root, t.Path); !exists {
+	if _, exists := detectRenderer(d.root, t.Path); !exists && opts.Helm.Chart == nil {
 		t.Notes = append(t.Notes, fmt.Sprintf("chart path %s does not exist in this checkout", t.Path))
 	}
 	opts.Helm.ReleaseName = s.ReleaseName
@@ -579,6 +626,53 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	}
 	t.Render = opts
 	return t, false
+}
+
+// helmChart finds the Flux HelmChart a chartRef names and turns its spec into a
+// HelmRelease's spec.chart; it returns the HelmChart's namespace too.
+func (fx *fluxIndex) helmChart(ref *fluxSourceRef, ns, cluster string) (*fluxChartTemplate, string) {
+	if ref.Kind != "HelmChart" {
+		return nil, ""
+	}
+	ns = firstNonEmpty(ref.Namespace, ns)
+	for _, c := range clusterKeys(cluster) {
+		m := fx.helmCharts[clusterKey(c, ns, ref.Name)]
+		if m == nil {
+			continue
+		}
+		var hc fluxChartTemplate
+		if err := m.decode(&hc); err != nil || hc.Spec.Chart == "" {
+			return nil, ""
+		}
+		return &hc, ns
+	}
+	return nil, ""
+}
+
+// httpHelmRepo returns the URL of the HelmRepository ref names when it is a Helm
+// HTTP repository (spec.type default), the kind render/remote fetches.
+func (fx *fluxIndex) httpHelmRepo(ref fluxSourceRef, ns, cluster string) (string, bool) {
+	if ref.Kind != "HelmRepository" {
+		return "", false
+	}
+	ns = firstNonEmpty(ref.Namespace, ns)
+	for _, c := range clusterKeys(cluster) {
+		k := clusterKey(c, ns, ref.Name)
+		url := fx.helmRepos[k]
+		if url == "" {
+			continue
+		}
+		if fx.helmRepoTypes[k] != "default" || !(strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://")) {
+			return "", false
+		}
+		return url, true
+	}
+	return "", false
+}
+
+func isChartDir(root, dir string) bool {
+	r, ok := detectRenderer(root, dir)
+	return ok && r == render.RendererHelm
 }
 
 // hideLeaves replaces every leaf value of Secret-sourced Helm values by a placeholder.

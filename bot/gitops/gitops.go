@@ -44,6 +44,11 @@ type Options struct {
 	// Clusters lists Argo CD's cluster Secrets for the clusters generator of
 	// ApplicationSets; nil lists every clusters generator as not rendered.
 	Clusters ClusterLister
+	// Remote says whether the remote policy allows fetching a URL (nil: remote
+	// fetching is off). A chart from a Helm HTTP repository becomes a target that
+	// fetches it only when Remote allows its repository; otherwise it is listed
+	// as not rendered with the reason.
+	Remote func(url string) error
 }
 
 // DefaultOptions allows five levels of nesting and no renderer.
@@ -500,6 +505,20 @@ func (d *discovery) clusterFor(keys ...string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// remoteRefusal is why a chart of the Helm repository url is not fetched, or ""
+// when the remote policy allows it.
+func (d *discovery) remoteRefusal(url string) string {
+	if d.opts.Remote == nil {
+		// Remote fetching is off (the default): the reason reads as it always
+		// has; the README says how to allow a repository.
+		return "source outside this repo: " + url
+	}
+	if err := d.opts.Remote(url); err != nil {
+		return "source outside this repo: " + err.Error()
+	}
+	return ""
 }
 
 // notRenderedFinding is the finding a NotRendered target carries.

@@ -20,6 +20,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 // Host is what a job needs from a host adapter (*github.Client, *gitlab.Client).
@@ -97,6 +98,9 @@ type Options struct {
 	// ArgoCDCluster is where Argo CD's Applications live (hub and spoke); nil
 	// means in each in-cluster destination.
 	ArgoCDCluster *preview.Cluster
+	// Remote fetches remote charts as the server config's remote: block allows;
+	// nil fetches nothing.
+	Remote *remote.Fetcher
 	// MaxChars is each host's comment size limit, by bot.PR.Host.
 	MaxChars map[string]int
 	// Report is the base of the comment options; MaxChars is set per host.
@@ -355,7 +359,7 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 	rep, err := j.w.preview.Preview(ctx, preview.Request{
 		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, BaseBranch: j.pr.BaseRef, RepoURLs: repoURLs(cloneURL, j.pr.URL),
 		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster, ArgoCDCluster: j.w.opts.ArgoCDCluster,
-		Now: j.w.opts.Now(),
+		Remote: j.w.opts.Remote, Now: j.w.opts.Now(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("previewing %s..%s: %w", short(j.pr.BaseSHA), short(j.pr.HeadSHA), err)

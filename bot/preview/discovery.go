@@ -19,7 +19,12 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	opts.Controllers.ClusterNames = clusterNames(req)
 	opts.Controllers.Branch = req.BaseBranch
 	opts.Controllers.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
-		return cache.render(ctx, root, t.Path, t.Render)
+		ro := t.Render
+		ro.Remote = req.Remote
+		return cache.render(ctx, root, t.Path, ro)
+	}
+	if req.Remote != nil {
+		opts.Controllers.Remote = req.Remote.Allowed
 	}
 	res, err := discover.Targets(ctx, cfg, baseDir, headDir, opts)
 	if err != nil {

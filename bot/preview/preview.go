@@ -23,6 +23,7 @@ import (
 	"github.com/driftpreview/driftpreview/diffing/live"
 	"github.com/driftpreview/driftpreview/diffing/live/controller"
 	"github.com/driftpreview/driftpreview/render"
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 // Cluster is how to reach one named cluster. Credentials come only from the CLI flags
@@ -67,6 +68,11 @@ type Request struct {
 	// otherwise main or master is assumed.
 	BaseBranch string
 	Now        time.Time
+	// Remote fetches charts from Helm repositories (remote charts of Flux and
+	// Argo CD objects, unvendored chart dependencies) as its policy allows; nil
+	// fetches nothing. It comes from the server config or the CLI, never from
+	// the repository.
+	Remote *remote.Fetcher
 }
 
 // Run executes the whole pipeline for one request and returns the report. An error
@@ -332,6 +338,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	tr.Findings = append(tr.Findings, discovered...)
 	tr.Findings = append(tr.Findings, ctrlFindings...)
 	ctrlNote := lr.note
+	tr.Notes = append(tr.Notes, chartNotes(in.Base.Charts, in.Head.Charts)...)
 	for _, n := range []string{baseNote, headNote, liveNote, ctrlNote} {
 		if n != "" {
 			tr.Notes = append(tr.Notes, n)
@@ -538,11 +545,56 @@ func (p *pipeline) renderAt(ctx context.Context, root string, t config.Target) (
 		}
 		return render.ObjectSet{}, fmt.Sprintf("%s does not exist at %s.", t.Path, side), nil
 	}
-	set, err = p.renders.render(ctx, root, t.Path, t.Render)
+	ropts := t.Render
+	ropts.Remote = p.req.Remote
+	set, err = p.renders.render(ctx, root, t.Path, ropts)
 	if err == nil && len(t.Substitute) > 0 {
 		set, err = gitops.Substitute(set, t.Substitute)
 	}
 	return set, "", rootless(err, root)
+}
+
+// chartNotes names the version each remote chart (and fetched dependency)
+// resolved to at base and at head, and says when a version range resolves to
+// another release at head although it reads the same: the repository published
+// one, and the merge deploys it.
+func chartNotes(base, head []render.ResolvedChart) []string {
+	id := func(c render.ResolvedChart) string { return c.RepoURL + "\x00" + c.Name }
+	what := func(c render.ResolvedChart) string {
+		kind := "chart"
+		if c.Dependency {
+			kind = "chart dependency"
+		}
+		return fmt.Sprintf("%s %s from %s", kind, c.Name, c.RepoURL)
+	}
+	asked := func(c render.ResolvedChart) string {
+		if c.Requested == "" {
+			return "the latest version"
+		}
+		return c.Requested
+	}
+	var notes []string
+	seen := map[string]bool{}
+	for _, h := range head {
+		seen[id(h)] = true
+		i := slices.IndexFunc(base, func(b render.ResolvedChart) bool { return id(b) == id(h) })
+		switch {
+		case i < 0:
+			notes = append(notes, fmt.Sprintf("%s: %s resolves to %s at head.", what(h), asked(h), h.Version))
+		case base[i].Version == h.Version:
+			notes = append(notes, fmt.Sprintf("%s: %s resolves to %s at base and at head.", what(h), asked(h), h.Version))
+		case base[i].Requested == h.Requested:
+			notes = append(notes, fmt.Sprintf("%s: %s resolves to %s at base and to %s at head: the repository has a newer release that matches, although the requested version did not change.", what(h), asked(h), base[i].Version, h.Version))
+		default:
+			notes = append(notes, fmt.Sprintf("%s: %s resolves to %s at base; %s resolves to %s at head.", what(h), asked(base[i]), base[i].Version, asked(h), h.Version))
+		}
+	}
+	for _, b := range base {
+		if !seen[id(b)] {
+			notes = append(notes, fmt.Sprintf("%s: %s resolves to %s at base.", what(b), asked(b), b.Version))
+		}
+	}
+	return notes
 }
 
 // controllerGroups are the API groups of the controller kinds a target names.

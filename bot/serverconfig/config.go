@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 // EnvPrefix starts every environment override: DRIFTPREVIEW_<PATH>, the YAML path
@@ -56,6 +57,10 @@ type Config struct {
 	WorkDir string `yaml:"workDir"`
 	// LogLevel is debug, info (default), warn or error.
 	LogLevel string `yaml:"logLevel"`
+	// Remote says which remote sources (Helm repositories) previews may fetch:
+	// allowed URL prefixes, credentials per prefix from files, timeouts, size
+	// caps and the cache (default <workDir>/remote-cache). Empty allows nothing.
+	Remote remote.Policy `yaml:"remote"`
 
 	// Warnings are non-fatal remarks found while loading (an unknown DRIFTPREVIEW_
 	// variable), for the caller to log.
@@ -304,6 +309,9 @@ func (c *Config) finish(v *validator) error {
 	}
 	if c.Metrics.BearerTokenFile != "" {
 		c.Metrics.BearerToken = readSecret(v, "metrics", "bearerTokenFile", c.Metrics.BearerTokenFile, "")
+	}
+	if err := c.Remote.Validate(); err != nil {
+		v.add([]string{"remote", "allow"}, "%v", err)
 	}
 	switch c.LogLevel {
 	case "":

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -103,6 +107,9 @@ type previewFlags struct {
 	kubeconfig, kubeCtx, liveMode *string
 	argoCtx                       *string
 	targets, repoURLs             stringList
+	// allowRemote, remoteConfig and remoteCache make the remote policy.
+	allowRemote               stringList
+	remoteConfig, remoteCache *string
 }
 
 func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
@@ -116,6 +123,9 @@ func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
 		argoCtx:    fl.String("argocd-context", "", "kubeconfig context of the cluster Argo CD runs in, where Applications are read (hub and spoke)"),
 	}
 	fl.Var(&p.targets, "target", "only the targets of this name, or NAME@CLUSTER for one cluster's (repeatable)")
+	fl.Var(&p.allowRemote, "allow-remote", "fetch remote charts (Helm repositories of Flux and Argo CD objects, unvendored chart dependencies) from URLs under this `prefix` (repeatable); nothing is fetched by default, and loopback, link-local and private addresses only when a prefix names them")
+	p.remoteConfig = fl.String("remote-config", "", "YAML `file` with a remote: block (the server config's: allow with credential files, timeout, caps, cache), e.g. server.yaml; --allow-remote adds prefixes to it")
+	p.remoteCache = fl.String("remote-cache", "", "`dir` of the cache of fetched charts (default: the user cache dir's driftpreview/remote)")
 	fl.Var(&p.repoURLs, "repo-url", "a URL of this repository, so Argo CD and Flux objects pointing at it are found (repeatable; the origin remote is always used)")
 	return p
 }
@@ -128,6 +138,11 @@ func (p *previewFlags) request() (preview.Request, error) {
 		return preview.Request{}, fmt.Errorf("--live-mode must be simulate, dry-run or off, not %q", mode)
 	}
 	req := preview.Request{RepoDir: *p.repoDir, ConfigFile: *p.cfgFile, Targets: p.targets, RepoURLs: p.repoURLs, BaseBranch: *p.baseBranch}
+	f, err := p.fetcher()
+	if err != nil {
+		return req, err
+	}
+	req.Remote = f
 	kubeconfig := *p.kubeconfig
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv("KUBECONFIG")
@@ -145,6 +160,45 @@ func (p *previewFlags) request() (preview.Request, error) {
 		}
 	}
 	return req, nil
+}
+
+// fetcher builds the remote policy from --remote-config and --allow-remote;
+// nil when neither allows anything.
+func (p *previewFlags) fetcher() (*remote.Fetcher, error) {
+	var pol remote.Policy
+	if *p.remoteConfig != "" {
+		data, err := os.ReadFile(*p.remoteConfig)
+		if err != nil {
+			return nil, fmt.Errorf("--remote-config: %w", err)
+		}
+		var file struct {
+			Remote remote.Policy `yaml:"remote"`
+		}
+		if err := yaml.Unmarshal(data, &file); err != nil {
+			return nil, fmt.Errorf("--remote-config %s: %v", *p.remoteConfig, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		pol = file.Remote
+	}
+	for _, a := range p.allowRemote {
+		pol.Allow = append(pol.Allow, remote.Prefix{URL: a})
+	}
+	if !pol.Enabled() {
+		return nil, nil
+	}
+	if err := pol.Validate(); err != nil {
+		return nil, fmt.Errorf("--allow-remote/--remote-config: %w", err)
+	}
+	if *p.remoteCache != "" {
+		pol.CacheDir = *p.remoteCache
+	}
+	if pol.CacheDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		pol.CacheDir = filepath.Join(dir, "driftpreview", "remote")
+	}
+	return remote.NewFetcher(pol)
 }
 
 // kubeCluster loads one context of a kubeconfig (a path or a list like $KUBECONFIG).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"k8s.io/client-go/rest"
@@ -20,6 +21,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/server"
 	"github.com/driftpreview/driftpreview/bot/serverconfig"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 // runServe is `driftpreview serve --config server.yaml`: the webhook receiver and
@@ -122,6 +124,22 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 	if cfg.ArgoCDCluster != "" {
 		argo := clusters[cfg.ArgoCDCluster]
 		jo.ArgoCDCluster = &argo
+	}
+	if cfg.Remote.Enabled() {
+		pol := cfg.Remote
+		if pol.CacheDir == "" {
+			pol.CacheDir = filepath.Join(cfg.WorkDir, "remote-cache")
+		}
+		f, err := remote.NewFetcher(pol)
+		if err != nil {
+			return server.Options{}, fmt.Errorf("server config: remote: %w", err)
+		}
+		jo.Remote = f
+		var prefixes []string
+		for _, a := range pol.Allow {
+			prefixes = append(prefixes, remote.Redact(a.URL)) // never the credentials
+		}
+		log.Info("remote fetching allowed", "prefixes", prefixes, "cacheDir", pol.CacheDir)
 	}
 	served := slices.Sorted(func(yield func(string) bool) {
 		for k := range hosts {

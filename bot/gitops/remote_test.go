@@ -1,0 +1,167 @@
+package gitops
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+const remoteRepoFiles = `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  url: https://stefanprodan.github.io/podinfo
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: oci
+  namespace: flux-system
+spec:
+  type: oci
+  url: oci://ghcr.io/stefanprodan/charts
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata:
+  name: podinfo-chart
+  namespace: flux-system
+spec:
+  chart: podinfo
+  version: ">=6.0.0 <7"
+  sourceRef:
+    kind: HelmRepository
+    name: podinfo
+  valuesFiles: [values-prod.yaml]
+`
+
+func remoteFixture(t *testing.T) string {
+	return writeFiles(t, map[string]string{
+		"infra/sources.yaml": remoteRepoFiles,
+		"apps/podinfo/release.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: podinfo
+  namespace: apps
+spec:
+  chart:
+    spec:
+      chart: podinfo
+      version: 6.x
+      sourceRef: {kind: HelmRepository, name: podinfo, namespace: flux-system}
+      valuesFiles: [ci/values.yaml]
+`,
+		"apps/byref/release.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: byref
+  namespace: apps
+spec:
+  chartRef: {kind: HelmChart, name: podinfo-chart, namespace: flux-system}
+`,
+		"apps/oci/release.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: ocirel
+  namespace: apps
+spec:
+  chart:
+    spec:
+      chart: podinfo
+      sourceRef: {kind: HelmRepository, name: oci, namespace: flux-system}
+`,
+		"argo/app.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: redis
+  namespace: argocd
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: redis}
+  sources:
+  - repoURL: https://charts.bitnami.com/bitnami
+    chart: redis
+    targetRevision: 18.1.0
+    helm:
+      valueFiles: [values-ha.yaml, $values/argo/redis-values.yaml]
+  - repoURL: https://github.com/example/gitops
+    ref: values
+`,
+		"argo/redis-values.yaml": "replicas: 2\n",
+	})
+}
+
+func targetByName(ts []config.Target, name string) *config.Target {
+	for i := range ts {
+		if ts[i].Name == name {
+			return &ts[i]
+		}
+	}
+	return nil
+}
+
+func TestDiscoverRemoteCharts(t *testing.T) {
+	root := remoteFixture(t)
+	allowAll := func(string) error { return nil }
+	res, err := Discover(t.Context(), root, Options{RepoURLs: []string{"https://github.com/example/gitops"}, Remote: allowAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr := targetByName(res.Targets, "podinfo")
+	if hr == nil {
+		t.Fatalf("no podinfo target: targets %v, not rendered %v", res.Targets, res.NotRendered)
+	}
+	want := render.RemoteChart{RepoURL: "https://stefanprodan.github.io/podinfo", Name: "podinfo", Version: "6.x"}
+	if c := hr.Render.Helm.Chart; c == nil || *c != want || hr.Path != "apps/podinfo" || hr.Render.Renderer != render.RendererHelm {
+		t.Errorf("HelmRelease target: path %s chart %+v renderer %s", hr.Path, hr.Render.Helm.Chart, hr.Render.Renderer)
+	}
+	if got := strings.Join(hr.Render.Helm.ValuesFiles, ","); got != "ci/values.yaml" {
+		t.Errorf("values files %q, want the chart's ci/values.yaml", got)
+	}
+	// A chartRef to a HelmChart reads the HelmChart's spec.
+	byref := targetByName(res.Targets, "byref")
+	if byref == nil || byref.Render.Helm.Chart == nil || byref.Render.Helm.Chart.Version != ">=6.0.0 <7" ||
+		strings.Join(byref.Render.Helm.ValuesFiles, ",") != "values-prod.yaml" {
+		t.Errorf("chartRef HelmChart target: %+v", byref)
+	}
+	// An OCI HelmRepository is not a Helm HTTP repository.
+	if oci := targetByName(res.NotRendered, "ocirel"); oci == nil || !strings.Contains(oci.Skip, "oci://ghcr.io") {
+		t.Errorf("OCI HelmRepository: %+v", oci)
+	}
+	// Argo CD: chart + targetRevision, a chart values file and a $values file of this repo.
+	app := targetByName(res.Targets, "redis")
+	if app == nil {
+		t.Fatalf("no redis target: not rendered %v", res.NotRendered)
+	}
+	want = render.RemoteChart{RepoURL: "https://charts.bitnami.com/bitnami", Name: "redis", Version: "18.1.0"}
+	if c := app.Render.Helm.Chart; c == nil || *c != want || app.Path != "argo" || app.Render.Renderer != render.RendererHelm {
+		t.Errorf("Application target: path %s chart %+v renderer %s", app.Path, app.Render.Helm.Chart, app.Render.Renderer)
+	}
+	if got := strings.Join(app.Render.Helm.ValuesFiles, ","); got != "values-ha.yaml,"+render.CheckoutPrefix+"argo/redis-values.yaml" {
+		t.Errorf("Application values files %q", got)
+	}
+
+	// Refused by the policy, or remote fetching off: listed as not rendered.
+	refuse := func(u string) error { return errors.New("refused by policy: " + u + ": no allowed prefix covers it") }
+	res, err = Discover(t.Context(), root, Options{RepoURLs: []string{"https://github.com/example/gitops"}, Remote: refuse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"podinfo", "byref", "redis"} {
+		nr := targetByName(res.NotRendered, name)
+		if nr == nil || !strings.Contains(nr.Skip, "refused by policy") {
+			t.Errorf("%s with a refusing policy: %+v", name, nr)
+		}
+	}
+	res, err = Discover(t.Context(), root, Options{RepoURLs: []string{"https://github.com/example/gitops"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nr := targetByName(res.NotRendered, "podinfo"); nr == nil || nr.Skip != "source outside this repo: https://stefanprodan.github.io/podinfo" {
+		t.Errorf("podinfo with remote fetching off: %+v", nr)
+	}
+}
