@@ -26,6 +26,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 // Pipeline tests of zero-config previews on real GitOps repositories (issue 5):
@@ -441,6 +442,52 @@ var gitopsCases = []gitopsCase{
 	{name: "41-argo-ssa-noop", check: wantNoOp},
 	{name: "42-flux-ks-noop", check: wantNoOp},
 	{name: "43-flux-helmrelease-noop", check: wantNoOp},
+	// Issue 11: a chart from a Helm HTTP repository (served by the test from the
+	// scenario's repo/ folder), bumped 1.0.0 → 2.0.0: 2.0.0 renames the
+	// StatefulSet and drops the CRD (a template of the chart, so part of the
+	// release) while a Widget exists.
+	{
+		name:    "50-flux-helmrepo-chart-bump",
+		must:    []string{"rename StatefulSet/g50/db", "prune-cascade CustomResourceDefinition/widgets.g50.example.com"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g50-db")
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return strings.Contains(n, "chart db from") && strings.Contains(n, "1.0.0 resolves to 1.0.0 at base; 2.0.0 resolves to 2.0.0 at head")
+			}) {
+				t.Errorf("the notes do not name the versions at base and head: %q", tr.Notes)
+			}
+			for _, f := range tr.Findings {
+				if f.Rule == diffing.RuleRename && f.Severity != diffing.SeverityError {
+					t.Errorf("the StatefulSet rename is %s, want error", f.Severity)
+				}
+			}
+		},
+		variants: []gitopsVariant{{
+			// The same bump as a version range that both versions satisfy at
+			// head: ">=1.0.0" resolves to 2.0.0, the latest.
+			name: "range",
+			edits: map[string][2]string{
+				"head/clusters/test/g50-db.yaml": {"version: 2.0.0", "version: \">=1.0.0\""},
+			},
+			must:    []string{"rename StatefulSet/g50/db", "prune-cascade CustomResourceDefinition/widgets.g50.example.com"},
+			failing: true,
+		}},
+	},
+	// The same bump through an Argo CD Application's chart + targetRevision.
+	{
+		name:    "51-argo-helmrepo-chart-bump",
+		must:    []string{"rename StatefulSet/g51/db", "prune-cascade CustomResourceDefinition/gadgets.g51.example.com"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g51-db")
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return strings.Contains(n, "1.0.0 resolves to 1.0.0 at base; 2.0.0 resolves to 2.0.0 at head")
+			}) {
+				t.Errorf("the notes do not name the versions at base and head: %q", tr.Notes)
+			}
+		},
+	},
 	{
 		name: "44-argo-csa-changes",
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
@@ -582,6 +629,12 @@ func testHubAndSpoke(t *testing.T) {
 func runGitOps(t *testing.T, dir string) (*diffing.Report, string, []byte) {
 	t.Helper()
 	ctx := t.Context()
+	// A scenario with a repo/ folder serves it as a Helm repository (remote_test.go).
+	var fetcher *remote.Fetcher
+	repoURL := ""
+	if _, err := os.Stat(filepath.Join(dir, "repo")); err == nil {
+		dir, fetcher, repoURL = helmRepoFixture(t, dir)
+	}
 	repo := gitRepo(t, filepath.Join(dir, "base"), filepath.Join(dir, "head"))
 	gitopsNamespaces(t, dir)
 	for _, s := range gitopsSteps(t, dir) {
@@ -590,6 +643,7 @@ func runGitOps(t *testing.T, dir string) (*diffing.Report, string, []byte) {
 	rep, err := Run(ctx, Request{
 		RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL},
 		DefaultCluster: &Cluster{Name: "test", Config: cluster.Config(), LiveMode: "simulate"},
+		Remote:         fetcher,
 	})
 	if err != nil {
 		t.Fatalf("preview: %v", err)
@@ -598,7 +652,13 @@ func runGitOps(t *testing.T, dir string) (*diffing.Report, string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep, stable(report.Markdown(rep, report.DefaultOptions())), js
+	md := stable(report.Markdown(rep, report.DefaultOptions()))
+	if repoURL != "" {
+		md = strings.ReplaceAll(md, strings.TrimSuffix(repoURL, "/"), strings.TrimSuffix(placeholderRepo, "/"))
+		// The commits hold the served URL (a random port), so their ids vary.
+		md = commitIDs.ReplaceAllString(md, "base `<base>` ↔ head `<head>`")
+	}
+	return rep, md, js
 }
 
 func assertFindings(t *testing.T, rep *diffing.Report, must, mustNot []string, failing bool) {

@@ -280,6 +280,8 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 		}
 		in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, ht)
 	}
+	// Later steps rebuild the sets (identify, live), which drops Charts.
+	baseCharts, headCharts := in.Base.Charts, in.Head.Charts
 	if reason, ok := unavailable(in.HeadErr, in.BaseErr); ok {
 		// The controller can render it (it fetches what is missing), this
 		// preview cannot: listed as not rendered, never a render error.
@@ -338,7 +340,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	tr.Findings = append(tr.Findings, discovered...)
 	tr.Findings = append(tr.Findings, ctrlFindings...)
 	ctrlNote := lr.note
-	tr.Notes = append(tr.Notes, chartNotes(in.Base.Charts, in.Head.Charts)...)
+	tr.Notes = append(tr.Notes, chartNotes(baseCharts, headCharts)...)
 	for _, n := range []string{baseNote, headNote, liveNote, ctrlNote} {
 		if n != "" {
 			tr.Notes = append(tr.Notes, n)
