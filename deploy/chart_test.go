@@ -3,8 +3,6 @@ package deploy_test
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,10 +14,9 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/driftpreview/driftpreview/bot/serverconfig"
+	"github.com/driftpreview/driftpreview/fixtures/golden"
 	"github.com/driftpreview/driftpreview/render"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const chart = "deploy/chart/driftpreview"
 
@@ -320,20 +317,5 @@ func TestChartGolden(t *testing.T) {
 		buf.WriteString("---\n# " + o.Key.String() + " from " + o.Source + "\n")
 		buf.Write(b)
 	}
-	golden := filepath.Join("testdata", "chart.golden.yaml")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
-		t.Errorf("rendered chart (-want +got):\n%s", diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "chart.golden.yaml"), buf.Bytes())
 }

@@ -35,7 +35,7 @@ func runDiffCases(t *testing.T, cases []diffCase) {
 			if tc.check != nil {
 				tc.check(t, got)
 			}
-			golden(t, tc.name, got)
+			goldenJSON(t, tc.name, got)
 		})
 	}
 }

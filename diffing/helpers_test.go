@@ -2,7 +2,6 @@ package diffing
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,15 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driftpreview/driftpreview/fixtures/golden"
 	"github.com/driftpreview/driftpreview/render"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // testNow is the clock every test judges ignore-rule expiry against.
 var testNow = time.Date(2026, 11, 29, 14, 2, 0, 0, time.UTC)
@@ -110,9 +107,9 @@ func brief(fs []Finding) []string {
 	return out
 }
 
-// golden compares got, as indented JSON, with testdata/<name>.json, or rewrites it
-// with -update.
-func golden(t *testing.T, name string, got any) {
+// goldenJSON compares got, as indented JSON, with testdata/golden/<name>.json, or
+// rewrites it with -update.
+func goldenJSON(t *testing.T, name string, got any) {
 	t.Helper()
 	b, err := json.MarshalIndent(got, "", "  ")
 	if err != nil {
@@ -120,22 +117,7 @@ func golden(t *testing.T, name string, got any) {
 	}
 	b = append(b, '\n')
 	path := filepath.Join("testdata", "golden", strings.NewReplacer(" ", "-", "/", "-").Replace(name)+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(b)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
+	golden.Check(t, path, b)
 }
 
 // testOptions are the options most cases start from.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftpreview/driftpreview/fixtures/golden"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -29,7 +30,7 @@ func TestRenderJsonnet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Render: %v", err)
 	}
-	checkGolden(t, filepath.Join("testdata", "jsonnet.golden.yaml"), golden(t, set))
+	golden.Check(t, filepath.Join("testdata", "jsonnet.golden.yaml"), []byte(printed(t, set)))
 
 	// With directory.recurse, a file in a subdirectory imports next to itself.
 	opts := jsonnetOpts()

@@ -3,23 +3,18 @@ package render_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/driftpreview/driftpreview/fixtures/golden"
 	"github.com/driftpreview/driftpreview/render"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden renders a set the way the CLI prints it, with notes appended as comments.
-func golden(t *testing.T, set render.ObjectSet) string {
+// printed renders a set the way the CLI prints it, with notes appended as comments.
+func printed(t *testing.T, set render.ObjectSet) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := render.WriteYAML(&b, set.Objects); err != nil {
@@ -29,22 +24,6 @@ func golden(t *testing.T, set render.ObjectSet) string {
 		fmt.Fprintf(&b, "# note: %s\n", n)
 	}
 	return b.String()
-}
-
-func checkGolden(t *testing.T, file, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", file, diff)
-	}
 }
 
 func TestRenderGolden(t *testing.T) {
@@ -138,7 +117,7 @@ patch: |-
 					t.Errorf("objects not sorted: %s before %s", set.Objects[i-1].Key, set.Objects[i].Key)
 				}
 			}
-			checkGolden(t, filepath.Join("testdata", tc.name+".golden.yaml"), golden(t, set))
+			golden.Check(t, filepath.Join("testdata", tc.name+".golden.yaml"), []byte(printed(t, set)))
 		})
 	}
 }
@@ -189,7 +168,7 @@ func TestKustomizeGeneratedEdges(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Render(apps): %v", err)
 	}
-	if g, w := golden(t, root), golden(t, apps); g != w {
+	if g, w := printed(t, root), printed(t, apps); g != w {
 		t.Errorf("the root renders\n%s\nwant the same as apps/:\n%s", g, w)
 	}
 }

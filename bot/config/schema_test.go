@@ -3,7 +3,6 @@ package config
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/driftpreview/driftpreview/fixtures/golden"
+)
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
@@ -109,20 +108,7 @@ func TestSchemaExamples(t *testing.T) {
 			if n := len(Errors(parseErr)); n == 0 {
 				t.Errorf("Parse error holds no *Error: %v", parseErr)
 			}
-			golden := strings.TrimSuffix(file, ".yaml") + ".err"
-			got := parseErr.Error() + "\n"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("reading golden file (run with -update): %v", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("Parse error mismatch (-want +got):\n%s", diff)
-			}
+			golden.Check(t, strings.TrimSuffix(file, ".yaml")+".err", []byte(parseErr.Error()+"\n"))
 		})
 	}
 }

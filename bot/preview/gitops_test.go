@@ -25,6 +25,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/fixtures/golden"
 	"github.com/driftpreview/driftpreview/render"
 	"github.com/driftpreview/driftpreview/render/remote"
 )
@@ -569,7 +570,7 @@ func TestGitOpsScenarios(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, rep, js)
 			}
-			golden(t, filepath.Join(dir, "comment.golden.md"), []byte(md))
+			golden.Check(t, filepath.Join(dir, "comment.golden.md"), []byte(md))
 			for _, v := range tc.variants {
 				t.Run(v.name, func(t *testing.T) {
 					rep, _, _ := runGitOps(t, copyTree(t, dir, v.edits))

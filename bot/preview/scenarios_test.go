@@ -3,7 +3,6 @@ package preview
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,10 +23,9 @@ import (
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/fixtures/cluster/testcluster"
 	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
+	"github.com/driftpreview/driftpreview/fixtures/golden"
 	"github.com/driftpreview/driftpreview/render"
 )
-
-var update = flag.Bool("update", false, "rewrite expected.json and comment.golden.md of the scenarios")
 
 var cluster *testcluster.Cluster
 
@@ -226,8 +223,8 @@ func runScenario(t *testing.T, dir string) {
 	}
 
 	expected := expectedFindings(rep)
-	golden(t, filepath.Join(dir, "expected.json"), expected)
-	golden(t, filepath.Join(dir, "comment.golden.md"), []byte(md))
+	golden.Check(t, filepath.Join(dir, "expected.json"), expected)
+	golden.Check(t, filepath.Join(dir, "comment.golden.md"), []byte(md))
 }
 
 // matches compares "rule key path manager" patterns with a finding line; the pattern
@@ -330,23 +327,6 @@ func stable(md string) string {
 		}
 		return "<time>"
 	})
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test ./bot/preview -run TestScenarios -update): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
 }
 
 func readSteps(t *testing.T, dir string) []step {

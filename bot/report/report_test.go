@@ -2,8 +2,6 @@ package report
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -13,28 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/fixtures/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatalf("writing golden file: %v", err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
 
 func ghOptions() Options {
 	o := DefaultOptions()
@@ -86,7 +64,7 @@ func TestMarkdownGolden(t *testing.T) {
 			if got := Pages(tt.report, tt.opts); len(got) != 1 {
 				t.Errorf("Pages gave %d pages for a report that fits one", len(got))
 			}
-			golden(t, tt.name+".golden.md", []byte(got))
+			golden.Check(t, filepath.Join("testdata", tt.name+".golden.md"), []byte(got))
 		})
 	}
 }
@@ -107,7 +85,7 @@ func TestJSONGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("JSON: %v", err)
 			}
-			golden(t, tt.name+".golden.json", got)
+			golden.Check(t, filepath.Join("testdata", tt.name+".golden.json"), got)
 
 			// The contract: lower camelCase keys, [] not null, severities by name.
 			var doc struct {
@@ -267,7 +245,7 @@ func TestPages(t *testing.T) {
 	if again := Pages(r, opts); !slices.Equal(again, pages) {
 		t.Errorf("Pages is not deterministic")
 	}
-	golden(t, "pages.golden.md", []byte(strings.Join(pages, "\n<!-- ===== next comment ===== -->\n")))
+	golden.Check(t, filepath.Join("testdata", "pages.golden.md"), []byte(strings.Join(pages, "\n<!-- ===== next comment ===== -->\n")))
 
 	// Markdown cannot page: it keeps the worst findings and says how many it left out.
 	md := Markdown(r, opts)
