@@ -28,6 +28,7 @@ import (
 	"github.com/driftpreview/driftpreview/fixtures/golden"
 	"github.com/driftpreview/driftpreview/render"
 	"github.com/driftpreview/driftpreview/render/remote"
+	"github.com/driftpreview/driftpreview/render/remote/remotetest"
 )
 
 // Pipeline tests of zero-config previews on real GitOps repositories (issue 5):
@@ -634,7 +635,9 @@ func runGitOps(t *testing.T, dir string) (*diffing.Report, string, []byte) {
 	var fetcher *remote.Fetcher
 	repoURL := ""
 	if _, err := os.Stat(filepath.Join(dir, "repo")); err == nil {
-		dir, fetcher, repoURL = helmRepoFixture(t, dir)
+		var served *remotetest.Repo
+		dir, fetcher, served = helmRepoFixture(t, dir)
+		repoURL = served.URL
 	}
 	repo := gitRepo(t, filepath.Join(dir, "base"), filepath.Join(dir, "head"))
 	gitopsNamespaces(t, dir)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render/remote"
 	"github.com/driftpreview/driftpreview/render/remote/remotetest"
 )
@@ -22,8 +23,8 @@ var commitIDs = regexp.MustCompile("base `[0-9a-f]{7,}` ↔ head `[0-9a-f]{7,}`"
 // helmRepoFixture packages every chart folder of dir/repo (<name>-<version>/)
 // with Helm's library, serves them as a Helm HTTP repository on 127.0.0.1, and
 // returns a copy of dir naming that repository, a fetcher whose policy allows it
-// (explicitly: it is a loopback address) and its URL.
-func helmRepoFixture(t *testing.T, dir string) (string, *remote.Fetcher, string) {
+// (explicitly: it is a loopback address) and the repository.
+func helmRepoFixture(t *testing.T, dir string) (string, *remote.Fetcher, *remotetest.Repo) {
 	t.Helper()
 	charts, err := os.ReadDir(filepath.Join(dir, "repo"))
 	if err != nil {
@@ -72,5 +73,57 @@ func helmRepoFixture(t *testing.T, dir string) (string, *remote.Fetcher, string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dst, f, repo.URL
+	return dst, f, repo
+}
+
+// Without a policy that allows the repository, or when the fetch fails, a remote
+// chart's target is listed as not rendered with the exact reason, and the check
+// does not fail on it.
+func TestRemoteChartNotRendered(t *testing.T) {
+	dir, allowed, served := helmRepoFixture(t, "../../fixtures/gitops-scenarios/50-flux-helmrepo-chart-bump")
+	url := served.URL
+	repo := gitRepo(t, filepath.Join(dir, "base"), filepath.Join(dir, "head"))
+	other, err := remote.NewFetcher(remote.Policy{Allow: []remote.Prefix{{URL: "https://charts.example.com/"}}, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(f *remote.Fetcher) diffing.TargetReport {
+		t.Helper()
+		rep, err := Run(t.Context(), Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL}, Remote: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := targetNamed(t, rep, "g50-db")
+		if tr.Skipped != "" && rep.Failing {
+			t.Errorf("a chart that cannot be fetched fails the check: %v", findingLines(rep))
+		}
+		return tr
+	}
+	for name, tc := range map[string]struct {
+		f    *remote.Fetcher
+		want string
+	}{
+		"off":     {nil, "source outside this repo: " + url},
+		"refused": {other, "refused by policy: " + url},
+	} {
+		tr := run(tc.f)
+		if !strings.Contains(tr.Skipped, tc.want) {
+			t.Errorf("%s: skipped %q, want %q", name, tr.Skipped, tc.want)
+		}
+	}
+	if tr := run(allowed); tr.Skipped != "" {
+		t.Fatalf("allowed: skipped %q", tr.Skipped)
+	}
+	// The 2.0.0 archive is gone from the repository: the render says not found.
+	if err := os.Remove(filepath.Join(served.Dir, "db-2.0.0.tgz")); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := remote.NewFetcher(remote.Policy{Allow: []remote.Prefix{{URL: url}}, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := run(fresh)
+	if !strings.Contains(tr.Skipped, "chart db 2.0.0 from "+url+": not found: "+url+"db-2.0.0.tgz: HTTP 404") {
+		t.Errorf("missing archive: skipped %q", tr.Skipped)
+	}
 }
