@@ -208,6 +208,13 @@ type Controller struct {
 	// finalizer (resources-finalizer.argocd.argoproj.io), which makes deleting the
 	// Application delete everything it deployed.
 	Finalizer bool `json:"-"`
+	// Generator names the ApplicationSet that generates the Application (in the
+	// Application's namespace); empty for an Application declared as such.
+	Generator string `json:"generator,omitempty"`
+	// GeneratorKeeps is true when that ApplicationSet's applicationsSync policy
+	// (create-only, create-update) does not let its controller delete an
+	// Application it no longer generates.
+	GeneratorKeeps bool `json:"-"`
 }
 
 // TargetReport is everything found for one target.

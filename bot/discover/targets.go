@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/bot/gitops"
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
 // Options configures Targets.
@@ -86,16 +87,19 @@ func Targets(ctx context.Context, cfg *config.Config, baseDir, headDir string, o
 // it (config.HeadSide). A controller object the base declares and the head does not
 // is marked deleted. The notes are the head's.
 func FromControllers(ctx context.Context, baseDir, headDir string, opts gitops.Options) (*Result, error) {
-	atBase := map[string]bool{}
+	baseKeys := map[string]bool{}
 	var targets []config.Target
 	var notes []string
 	seen := map[string]bool{}
 	at := map[string]int{}
-	var atHead *gitops.Result
+	var atBase, atHead *gitops.Result
 	for _, dir := range []string{baseDir, headDir} {
 		res, err := gitops.Discover(ctx, dir, opts)
 		if err != nil {
 			return nil, fmt.Errorf("discovering GitOps targets: %w", err)
+		}
+		if dir == baseDir {
+			atBase = res
 		}
 		if dir == headDir {
 			notes = append(notes, res.Notes...)
@@ -106,7 +110,7 @@ func FromControllers(ctx context.Context, baseDir, headDir string, opts gitops.O
 			// apps of clusters/staging and of clusters/production).
 			k := Key(t)
 			if dir == baseDir {
-				atBase[k] = true
+				baseKeys[k] = true
 			}
 			if !seen[k] {
 				seen[k] = true
@@ -121,10 +125,92 @@ func FromControllers(ctx context.Context, baseDir, headDir string, opts gitops.O
 		}
 	}
 	if len(targets) == 0 {
-		return &Result{AtBase: atBase}, nil
+		return &Result{AtBase: baseKeys}, nil
 	}
 	markDeleted(targets, atHead)
-	return &Result{Targets: targets, Notes: notes, AtBase: atBase}, nil
+	setNotes := setChanges(atBase, atHead)
+	for _, k := range slices.Sorted(maps.Keys(setNotes)) {
+		notes = append(notes, setNotes[k])
+	}
+	for i, t := range targets {
+		// Each Application of a set the PR changes says so, so that the comment
+		// shows how many Applications one change touches.
+		if c := t.Controller; c != nil && c.Generator != "" {
+			if n, ok := setNotes[gitops.SetKey(c.Namespace, c.Generator)]; ok {
+				targets[i].Notes = append(slices.Clone(t.Notes), n)
+			}
+		}
+	}
+	return &Result{Targets: targets, Notes: notes, AtBase: baseKeys}, nil
+}
+
+// setChanges says, per ApplicationSet, what the PR changes about the Applications
+// it generates: which it creates and deletes (a new cluster, a removed values
+// file, a selector change) and how many of them a template change touches.
+func setChanges(base, head *gitops.Result) map[string]string {
+	if base == nil || head == nil {
+		return nil
+	}
+	notes := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(base.Sets)) {
+		b := base.Sets[k]
+		h, ok := head.Sets[k]
+		if !ok {
+			if len(b.Apps) > 0 {
+				notes[k] = fmt.Sprintf("ApplicationSet %s is deleted by this PR: its %s go with it (their ownerReferences), unless its applicationsSync policy keeps them.", k, count(len(b.Apps), "generated Application"))
+			}
+			continue
+		}
+		if !b.Complete || !h.Complete {
+			continue
+		}
+		created, deleted, changed, total := gitops.GeneratedTouches(b, h)
+		var parts []string
+		if created > 0 {
+			parts = append(parts, fmt.Sprintf("generates %s it did not (%s)", count(created, "new Application"), strings.Join(appNames(h, b), ", ")))
+		}
+		if deleted > 0 {
+			verb := "no longer generates %s (%s), which its controller deletes"
+			if !b.AllowsDelete() {
+				verb = "no longer generates %s (%s), which its applicationsSync policy " + b.Policy + " keeps"
+			}
+			parts = append(parts, fmt.Sprintf(verb, count(deleted, "Application"), strings.Join(appNames(b, h), ", ")))
+		}
+		switch {
+		case changed > 0 && changed == total-created:
+			parts = append(parts, fmt.Sprintf("changes every one of its %s", count(total-created, "existing Application")))
+		case changed > 0:
+			parts = append(parts, fmt.Sprintf("changes %d of its %s", changed, count(total-created, "existing Application")))
+		}
+		if len(parts) > 0 {
+			notes[k] = fmt.Sprintf("ApplicationSet %s: this PR %s.", k, strings.Join(parts, "; "))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(head.Sets)) {
+		if _, ok := base.Sets[k]; !ok && len(head.Sets[k].Apps) > 0 {
+			notes[k] = fmt.Sprintf("ApplicationSet %s is new in this PR: it generates %s.", k, count(len(head.Sets[k].Apps), "Application"))
+		}
+	}
+	return notes
+}
+
+// appNames lists the Applications a generates and b does not.
+func appNames(a, b gitops.SetInfo) []string {
+	var out []string
+	for n := range a.Apps {
+		if _, ok := b.Apps[n]; !ok {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // Key tells targets apart: targets of different clusters may share a name.
@@ -141,6 +227,15 @@ func markDeleted(targets []config.Target, head *gitops.Result) {
 	if head == nil || head.Incomplete {
 		return
 	}
+	// An Application generated by an ApplicationSet is deleted when the set no
+	// longer generates it, and only when the set's applicationsSync policy lets
+	// the ApplicationSet controller delete (ApplicationsSyncPolicy.AllowDelete,
+	// applicationset_controller.go deleteInCluster). Nothing is known when a
+	// generator of the set could not be expanded at head.
+	incompleteSet := func(c *diffing.Controller) bool {
+		s, ok := head.Sets[gitops.SetKey(c.Namespace, c.Generator)]
+		return ok && !s.Complete
+	}
 	declared := map[string]bool{}
 	for _, t := range append(slices.Clone(head.Targets), head.NotRendered...) {
 		if t.Controller != nil {
@@ -150,6 +245,13 @@ func markDeleted(targets []config.Target, head *gitops.Result) {
 	for i, t := range targets {
 		c := t.Controller
 		if c == nil || t.Skip != "" || declared[controllerID(t)] {
+			continue
+		}
+		if c.Generator != "" && incompleteSet(c) {
+			continue
+		}
+		if c.Generator != "" && c.GeneratorKeeps {
+			targets[i].Notes = append(slices.Clone(t.Notes), fmt.Sprintf("ApplicationSet %s no longer generates this Application, but its applicationsSync policy does not let the ApplicationSet controller delete it: it stays and keeps deploying this target.", c.Generator))
 			continue
 		}
 		switch c.Kind {

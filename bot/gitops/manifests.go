@@ -32,8 +32,11 @@ type manifest struct {
 	// Parent is the target whose render produced it; empty for files in the repo.
 	Parent  string
 	Cluster string // the parent target's cluster, inherited by rendered children
-	// Generator names the ApplicationSet that generated an Application.
-	Generator string
+	// Generator names the ApplicationSet that generated an Application, and
+	// generatorKeeps says its applicationsSync policy keeps Applications it no
+	// longer generates.
+	Generator      string
+	generatorKeeps bool
 	// superseded marks a file declared outside any clusters/<name>/ directory
 	// once the render of a cluster's target has produced it: those rendered
 	// copies, one per cluster, are what each cluster deploys.

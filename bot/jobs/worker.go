@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/driftpreview/driftpreview/bot"
+	"github.com/driftpreview/driftpreview/bot/gitops"
 	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
 	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 	"github.com/driftpreview/driftpreview/bot/preview"
@@ -101,6 +102,9 @@ type Options struct {
 	// Remote fetches remote charts as the server config's remote: block allows;
 	// nil fetches nothing.
 	Remote *remote.Fetcher
+	// ArgoClusters, when not nil, are Argo CD's clusters for the ApplicationSet
+	// clusters generator (the server config's argocd.clusters).
+	ArgoClusters []gitops.ArgoCluster
 	// MaxChars is each host's comment size limit, by bot.PR.Host.
 	MaxChars map[string]int
 	// Report is the base of the comment options; MaxChars is set per host.
@@ -358,7 +362,7 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 	}
 	rep, err := j.w.preview.Preview(ctx, preview.Request{
 		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, BaseBranch: j.pr.BaseRef, RepoURLs: repoURLs(cloneURL, j.pr.URL),
-		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster, ArgoCDCluster: j.w.opts.ArgoCDCluster,
+		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster, ArgoCDCluster: j.w.opts.ArgoCDCluster, ArgoClusters: j.w.opts.ArgoClusters,
 		Remote: j.w.opts.Remote, Now: j.w.opts.Now(),
 	})
 	if err != nil {

@@ -90,6 +90,9 @@ func sameObject(a, b render.ObjectKey) bool {
 // deleted HelmRelease's release. cascade is whether the objects are deleted.
 func removal(c *diffing.Controller) (text string, cascade bool) {
 	name := fmt.Sprintf("%s `%s/%s` is deleted by this PR", c.Kind, c.Namespace, c.Name)
+	if c.Generator != "" {
+		name = fmt.Sprintf("ApplicationSet %s no longer generates Application `%s/%s`, so its controller deletes it", c.Generator, c.Namespace, c.Name)
+	}
 	switch c.Kind {
 	case "Application":
 		if c.RenamedTo != "" {
@@ -193,4 +196,38 @@ func keyName(k render.ObjectKey) string {
 		return k.Name
 	}
 	return k.Namespace + "/" + k.Name
+}
+
+// generatedCascade is the prune-cascade finding of an Application that its
+// ApplicationSet stops generating: the ApplicationSet controller deletes it
+// (applicationset_controller.go deleteInCluster), and with Argo CD's resources
+// finalizer, which the set adds unless syncPolicy.preserveResourcesOnDeletion is
+// set (utils.RenderTemplateParams), the deletion cascades to what it deployed.
+func generatedCascade(t config.Target, tr diffing.TargetReport) (diffing.Finding, bool) {
+	c := t.Controller
+	if c == nil || !c.Deleted || c.Generator == "" || !c.Finalizer {
+		return diffing.Finding{}, false
+	}
+	n := 0
+	for _, ch := range tr.Changes {
+		if ch.Action == diffing.ActionDeleted && (ch.LiveAction == "" || ch.LiveAction == diffing.ActionDeleted) {
+			n++
+		}
+	}
+	msg := fmt.Sprintf("ApplicationSet %s no longer generates this Application, so the ApplicationSet controller deletes it, and Argo CD's resources finalizer deletes everything it deploys", c.Generator)
+	if n > 0 {
+		msg += fmt.Sprintf(": %d %s", n, plural("object", n))
+	}
+	return diffing.Finding{
+		Rule: diffing.RulePruneCascade, Severity: diffing.DefaultSeverity[diffing.RulePruneCascade],
+		Key:     render.ObjectKey{Group: "argoproj.io", Kind: "Application", Namespace: c.Namespace, Name: c.Name},
+		Message: msg + ".",
+	}, true
+}
+
+func plural(word string, n int) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }

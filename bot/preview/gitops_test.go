@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/driftpreview/driftpreview/bot/gitops"
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/fixtures/golden"
@@ -437,6 +438,75 @@ var gitopsCases = []gitopsCase{
 			failing: true,
 		}},
 	},
+	// Issue 12: what a PR changes about an ApplicationSet's Applications. A PR
+	// that adds a cluster to an add-ons set (a merge of the clusters generator,
+	// over cluster Secrets on the live cluster, with per-cluster git files).
+	{
+		name:    "60-appset-adds-cluster",
+		mustNot: []string{"prune", "orphan", "controller-missing"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g60-metrics-north", "ConfigMap/g60-north/metrics-config", diffing.ActionCreated, diffing.ActionCreated)
+			for _, name := range []string{"g60-metrics-east", "g60-metrics-west"} {
+				if tr := targetNamed(t, rep, name); len(tr.Changes) != 0 {
+					for _, c := range tr.Changes {
+						if c.Action != diffing.ActionUnchanged || c.LiveAction != diffing.ActionUnchanged {
+							t.Errorf("%s: %s %s live %s; the clusters it had are unchanged", name, c.Key, c.Action, c.LiveAction)
+						}
+					}
+				}
+			}
+			wantNote(t, rep.Notes, "ApplicationSet argocd/g60-addons: this PR generates 1 new Application it did not (g60-metrics-north).")
+			wantController(t, js, "g60-metrics-north", map[string]any{
+				"kind": "Application", "name": "g60-metrics-north", "namespace": "argocd", "source": "argocd/g60-addons.yaml",
+				"autoSync": true, "prune": true, "selfHeal": false, "generator": "g60-addons",
+			})
+			md := report.Markdown(rep, report.DefaultOptions())
+			for _, out := range []string{md, string(js)} {
+				if strings.Contains(out, "SECRET-VALUE") || strings.Contains(out, "bearerToken") {
+					t.Errorf("a cluster Secret's credentials leaked into the output:\n%s", out)
+				}
+			}
+		},
+		variants: []gitopsVariant{{
+			// Without the PR's selector change, the new file alone adds no
+			// cluster: the merge keeps only the clusters the selector picks.
+			name:    "file-without-selector-change",
+			edits:   map[string][2]string{"head/argocd/g60-addons.yaml": {"[staging, production, dev]", "[staging, production]"}},
+			mustNot: []string{"prune", "orphan"},
+		}},
+	},
+	// A PR that removes a values file that a matrix (git directories × git files)
+	// reads: the set stops generating the Application, its controller deletes
+	// it, and the resources finalizer the set adds cascades the delete.
+	{
+		name:    "61-appset-removes-values-file",
+		must:    []string{"prune-cascade Application/argocd/g61-web-prod", "prune ConfigMap/g61-prod/web-config"},
+		mustNot: []string{"orphan", "controller-missing", "g61-web-dev"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g61-web-prod", "ConfigMap/g61-prod/web-config", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantNote(t, rep.Notes, "ApplicationSet argocd/g61-apps: this PR no longer generates 1 Application (g61-web-prod), which its controller deletes.")
+		},
+		variants: []gitopsVariant{{
+			// preserveResourcesOnDeletion: the set adds no finalizer, so the
+			// deleted Application leaves what it deployed in place.
+			name: "preserve-resources",
+			edits: map[string][2]string{
+				"base/argocd/g61-apps.yaml": {"  goTemplate: true\n", "  goTemplate: true\n  syncPolicy:\n    preserveResourcesOnDeletion: true\n"},
+				"head/argocd/g61-apps.yaml": {"  goTemplate: true\n", "  goTemplate: true\n  syncPolicy:\n    preserveResourcesOnDeletion: true\n"},
+			},
+			must:    []string{"orphan ConfigMap/g61-prod/web-config"},
+			mustNot: []string{"prune-cascade", "prune ConfigMap"},
+		}, {
+			// applicationsSync create-update: the controller never deletes.
+			name: "create-update-policy",
+			edits: map[string][2]string{
+				"base/argocd/g61-apps.yaml": {"  goTemplate: true\n", "  goTemplate: true\n  syncPolicy:\n    applicationsSync: create-update\n"},
+				"head/argocd/g61-apps.yaml": {"  goTemplate: true\n", "  goTemplate: true\n  syncPolicy:\n    applicationsSync: create-update\n"},
+			},
+			mustNot: []string{"prune", "orphan"},
+		}},
+	},
 	// Issue 8: a no-op PR against a cluster exactly in sync, per controller and
 	// apply mode, must give no change and no finding; the live objects carry what
 	// the controller writes (live/steps.yaml).
@@ -586,6 +656,7 @@ func TestGitOpsScenarios(t *testing.T) {
 		}
 	}
 	t.Run("argocd-hub-and-spoke", testHubAndSpoke)
+	t.Run("appset-clusters-source", testAppSetClustersSource)
 }
 
 // testHubAndSpoke: an Application that deploys to another cluster lives where Argo
@@ -969,5 +1040,63 @@ func wantNoOp(t *testing.T, rep *diffing.Report, _ []byte) {
 	}
 	if got := findingLines(rep); len(got) > 0 {
 		t.Errorf("findings in a no-op PR:\n  %s", strings.Join(got, "\n  "))
+	}
+}
+
+// wantNote checks that the report's notes hold one note exactly.
+func wantNote(t *testing.T, notes []string, want string) {
+	t.Helper()
+	if !slices.Contains(notes, want) {
+		t.Errorf("no note %q; notes:\n  %s", want, strings.Join(notes, "\n  "))
+	}
+}
+
+// testAppSetClustersSource: the clusters generator reads Argo CD's cluster Secrets
+// from the live cluster (scenario 60); the server config's argocd.clusters names
+// them instead; with neither (live mode off, no static list) the ApplicationSet is
+// listed as not rendered with the reason, and none of its Applications is
+// reported deleted.
+func testAppSetClustersSource(t *testing.T) {
+	dir := "../../fixtures/gitops-scenarios/60-appset-adds-cluster"
+	repo := gitRepo(t, filepath.Join(dir, "base"), filepath.Join(dir, "head"))
+	gitopsNamespaces(t, dir)
+	for _, s := range gitopsSteps(t, dir) {
+		seedGitOps(t, dir, s)
+	}
+	run := func(def Cluster, static []gitops.ArgoCluster) *diffing.Report {
+		rep, err := Run(t.Context(), Request{
+			RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL},
+			DefaultCluster: &def, ArgoClusters: static,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	live := Cluster{Name: "test", Config: cluster.Config(), LiveMode: "simulate"}
+	labels := func(env string) map[string]string {
+		return map[string]string{"g60.example.com/fleet": "addons", "g60.example.com/env": env}
+	}
+	// The static list replaces the live Secrets: west is not in it, south is.
+	static := []gitops.ArgoCluster{
+		{Name: "east", Server: "https://east.g60.example.com", Labels: labels("production")},
+		{Name: "south", Server: "https://south.g60.example.com", Labels: labels("staging")},
+		{Name: "lab", Server: "https://lab.g60.example.com", Labels: labels("lab")},
+	}
+	var names []string
+	for _, tr := range run(live, static).Targets {
+		names = append(names, tr.Name)
+	}
+	if want := []string{"g60-metrics-east", "g60-metrics-south"}; !slices.Equal(names, want) {
+		t.Errorf("with argocd.clusters the targets are %v, want %v", names, want)
+	}
+
+	off := live
+	off.LiveMode = "off"
+	rep := run(off, nil)
+	assertFindings(t, rep, []string{"not-rendered ApplicationSet/argocd/g60-addons"}, []string{"prune", "orphan"}, false)
+	tr := targetNamed(t, rep, "g60-addons")
+	if !strings.Contains(tr.Skipped, "live mode is off for cluster test, where Argo CD runs") {
+		t.Errorf("skipped = %q, want the reason the cluster Secrets were not read", tr.Skipped)
 	}
 }

@@ -57,6 +57,10 @@ type Request struct {
 	// (hub and spoke). When nil, an Application is read from its destination only
 	// when that is the in-cluster one; otherwise a note says it was not read.
 	ArgoCDCluster *Cluster
+	// ArgoClusters, when not nil, are Argo CD's clusters for the ApplicationSet
+	// clusters generator (the server config's argocd.clusters), used instead of
+	// reading Argo CD's cluster Secrets from ArgoCDCluster (or DefaultCluster).
+	ArgoClusters []gitops.ArgoCluster
 	// Targets limits the run to these target names; empty means all.
 	Targets []string
 	// RepoURLs name this repository, so GitOps objects pointing at it are found;
@@ -258,6 +262,12 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	var baseNote, headNote string
 	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.baseDir, t)
 	var adopted []render.ObjectKey
+	if c := t.Controller; c != nil && c.Generator != "" && !c.Deleted && !p.atBase[discover.Key(t)] {
+		// An Application its ApplicationSet generates only at head (a new
+		// cluster, a new values file, a selector change): the merge creates it,
+		// so nothing of it is deployed before.
+		in.Base, baseNote, in.BaseErr = render.ObjectSet{}, fmt.Sprintf("ApplicationSet %s generates Application `%s/%s` only with this PR: the merge creates it, and everything it deploys is new.", c.Generator, c.Namespace, c.Name), nil
+	}
 	if t.Controller != nil && t.Controller.Deleted {
 		// Nothing deploys the target after the merge: head is empty.
 		opts.Removal, opts.Prune = removal(t.Controller)
@@ -339,6 +349,9 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	}
 	tr.Findings = append(tr.Findings, discovered...)
 	tr.Findings = append(tr.Findings, ctrlFindings...)
+	if f, ok := generatedCascade(t, tr); ok {
+		tr.Findings = append(tr.Findings, f)
+	}
 	ctrlNote := lr.note
 	tr.Notes = append(tr.Notes, chartNotes(baseCharts, headCharts)...)
 	for _, n := range []string{baseNote, headNote, liveNote, ctrlNote} {

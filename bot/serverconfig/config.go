@@ -46,7 +46,9 @@ type Config struct {
 	// ArgoCDCluster is the cluster Argo CD itself runs in (hub and spoke), where
 	// Applications are read; empty means Argo CD runs in each in-cluster destination.
 	ArgoCDCluster string `yaml:"argocdCluster"`
-	Queue         Queue  `yaml:"queue"`
+	// ArgoCD configures how previews see Argo CD itself.
+	ArgoCD ArgoCD `yaml:"argocd"`
+	Queue  Queue  `yaml:"queue"`
 	// Repos is an allowlist of path.Match globs over owner/name ("acme/*"); empty
 	// allows every repository that can deliver a signed webhook.
 	Repos []string `yaml:"repos"`
@@ -118,6 +120,23 @@ type GitLab struct {
 
 // Enabled reports whether GitLab webhooks are served.
 func (g GitLab) Enabled() bool { return g.URL != "" }
+
+// ArgoCD configures how previews see Argo CD.
+type ArgoCD struct {
+	// Clusters, when set, are Argo CD's clusters by name, for the ApplicationSet
+	// clusters generator, instead of its cluster Secrets read from argocdCluster
+	// (or defaultCluster).
+	Clusters map[string]ArgoCDCluster `yaml:"clusters"`
+}
+
+// ArgoCDCluster is one cluster as an Argo CD cluster Secret describes it, without
+// credentials.
+type ArgoCDCluster struct {
+	Server      string            `yaml:"server"`
+	Project     string            `yaml:"project"`
+	Labels      map[string]string `yaml:"labels"`
+	Annotations map[string]string `yaml:"annotations"`
+}
 
 // Cluster is how jobs reach one named cluster.
 type Cluster struct {
@@ -357,6 +376,11 @@ func (c *Config) finish(v *validator) error {
 			v.add([]string{"clusters", name, "liveMode"}, "unknown live mode %q (want simulate, dry-run or off)", cl.LiveMode)
 		}
 		c.Clusters[name] = cl
+	}
+	for _, name := range slices.Sorted(mapKeys(c.ArgoCD.Clusters)) {
+		if c.ArgoCD.Clusters[name].Server == "" {
+			v.add([]string{"argocd", "clusters", name, "server"}, "required: the cluster's API server URL, as in its Argo CD cluster Secret")
+		}
 	}
 	for _, ref := range [][2]string{{"defaultCluster", c.DefaultCluster}, {"argocdCluster", c.ArgoCDCluster}} {
 		if _, ok := c.Clusters[ref[1]]; ref[1] != "" && !ok {

@@ -80,6 +80,14 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) {},
 		},
 		{
+			name: "argocd clusters",
+			yaml: fullConfig + "argocd:\n  clusters:\n    prod-eu: {server: https://eu.example.com, project: shop, labels: {env: prod}}\n",
+			env:  []string{"DRIFTPREVIEW_ARGOCD_CLUSTERS_PROD-EU_PROJECT=fleet"},
+			want: func(c *Config) {
+				c.ArgoCD.Clusters = map[string]ArgoCDCluster{"prod-eu": {Server: "https://eu.example.com", Project: "fleet", Labels: map[string]string{"env": "prod"}}}
+			},
+		},
+		{
 			name: "env overrides file",
 			yaml: fullConfig,
 			env: []string{
@@ -218,6 +226,11 @@ func TestLoadErrors(t *testing.T) {
 			name: "misspelt queue key",
 			yaml: strings.Replace(fullConfig, "queue.db}", "queue.db, sweepIntervall: 1m}", 1),
 			want: []string{"server.yaml:6: unknown key \"sweepIntervall\""},
+		},
+		{
+			name: "argocd cluster without server",
+			yaml: "argocd:\n  clusters:\n    prod: {labels: {env: prod}}\n",
+			want: []string{"argocd.clusters.prod.server: required: the cluster's API server URL"},
 		},
 		{
 			name: "bad type",

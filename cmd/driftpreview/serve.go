@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot/github"
 	"github.com/driftpreview/driftpreview/bot/gitlab"
+	"github.com/driftpreview/driftpreview/bot/gitops"
 	"github.com/driftpreview/driftpreview/bot/jobs"
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/queue"
@@ -120,6 +122,10 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 	if cfg.DefaultCluster != "" {
 		def := clusters[cfg.DefaultCluster]
 		jo.DefaultCluster = &def
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.ArgoCD.Clusters)) {
+		c := cfg.ArgoCD.Clusters[name]
+		jo.ArgoClusters = append(jo.ArgoClusters, gitops.ArgoCluster{Name: name, Server: c.Server, Project: c.Project, Labels: c.Labels, Annotations: c.Annotations, Secret: name})
 	}
 	if cfg.ArgoCDCluster != "" {
 		argo := clusters[cfg.ArgoCDCluster]
