@@ -33,6 +33,10 @@ type Target struct {
 	Sync      Sync
 	// Ignore holds rules that apply to this target only (Argo CD ignoreDifferences).
 	Ignore []diffing.IgnoreRule
+	// Watch are glob patterns of repository paths (path.Match; "dir/**" is
+	// everything under dir) whose change makes the target affected by a pull
+	// request, on top of the files its render reads (render.FindInputs).
+	Watch []string
 	// Controller is set when the target was discovered from a GitOps object.
 	Controller *diffing.Controller
 	// Notes are remarks the report shows, e.g. an ignoreDifferences jq expression

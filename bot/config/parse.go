@@ -42,7 +42,7 @@ const maxNodes = 200_000
 // test checks that schema.json declares exactly these.
 var (
 	keysTop          = []string{"version", "targets", "policy", "statefulKinds", "humanManagers", "ignore"}
-	keysTarget       = []string{"name", "path", "renderer", "namespace", "cluster", "helm", "kustomize", "directory", "sync", "ignore"}
+	keysTarget       = []string{"name", "path", "renderer", "namespace", "cluster", "helm", "kustomize", "directory", "sync", "ignore", "watch"}
 	keysHelm         = []string{"releaseName", "valuesFiles", "values", "skipCrds", "kubeVersion"}
 	keysKustomize    = []string{"namePrefix", "nameSuffix", "images", "commonLabels", "commonAnnotations"}
 	keysDirectory    = []string{"recurse", "include", "exclude"}

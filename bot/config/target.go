@@ -118,6 +118,8 @@ func (p *parser) target(n *yaml.Node, field string) (Target, int, bool) {
 			})
 		case "ignore":
 			t.Ignore = p.ignoreRules(v, f)
+		case "watch":
+			t.Watch = p.globs(v, f)
 		}
 	})
 	if ok && !sawPath {

@@ -61,8 +61,13 @@ type Request struct {
 	// clusters generator (the server config's argocd.clusters), used instead of
 	// reading Argo CD's cluster Secrets from ArgoCDCluster (or DefaultCluster).
 	ArgoClusters []gitops.ArgoCluster
-	// Targets limits the run to these target names; empty means all.
+	// Targets limits the run to these target names; empty means all. Named
+	// targets are always rendered.
 	Targets []string
+	// AllTargets renders and compares every target; otherwise a target none of
+	// whose input files the pull request changes is listed as not affected
+	// (notAffected) and not rendered.
+	AllTargets bool
 	// RepoURLs name this repository, so GitOps objects pointing at it are found;
 	// the origin remote is added automatically.
 	RepoURLs []string
@@ -168,6 +173,10 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		}
 		targets = kept
 	}
+	var skip []string
+	if len(req.Targets) == 0 && !req.AllTargets {
+		skip = notAffected(targets, baseDir, headDir, changed)
+	}
 
 	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}, renders: cache, atBase: atBase, renamed: renamed}
 	// Targets are independent: render and read them in parallel, one per CPU, and
@@ -181,6 +190,9 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			if skip != nil && skip[i] != "" {
+				t.Skip = skip[i]
+			}
 			rep.Targets[i] = p.target(ctx, t)
 		}()
 	}

@@ -106,6 +106,7 @@ type previewFlags struct {
 	repoDir, baseBranch, cfgFile  *string
 	kubeconfig, kubeCtx, liveMode *string
 	argoCtx                       *string
+	allTargets                    *bool
 	targets, repoURLs             stringList
 	// allowRemote, remoteConfig and remoteCache make the remote policy.
 	allowRemote               stringList
@@ -121,6 +122,7 @@ func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
 		kubeCtx:    fl.String("context", "", "kubeconfig context"),
 		liveMode:   fl.String("live-mode", "simulate", "simulate (read-only), dry-run (needs patch RBAC) or off"),
 		argoCtx:    fl.String("argocd-context", "", "kubeconfig context of the cluster Argo CD runs in, where Applications are read (hub and spoke)"),
+		allTargets: fl.Bool("all-targets", false, "render and compare every target, also those none of whose files the PR changes (listed as not affected by default)"),
 	}
 	fl.Var(&p.targets, "target", "only the targets of this name, or NAME@CLUSTER for one cluster's (repeatable)")
 	fl.Var(&p.allowRemote, "allow-remote", "fetch remote charts (Helm repositories of Flux and Argo CD objects, unvendored chart dependencies) from URLs under this `prefix` (repeatable); nothing is fetched by default, and loopback, link-local and private addresses only when a prefix names them")
@@ -137,7 +139,7 @@ func (p *previewFlags) request() (preview.Request, error) {
 	if !mode.Valid() {
 		return preview.Request{}, fmt.Errorf("--live-mode must be simulate, dry-run or off, not %q", mode)
 	}
-	req := preview.Request{RepoDir: *p.repoDir, ConfigFile: *p.cfgFile, Targets: p.targets, RepoURLs: p.repoURLs, BaseBranch: *p.baseBranch}
+	req := preview.Request{RepoDir: *p.repoDir, ConfigFile: *p.cfgFile, Targets: p.targets, RepoURLs: p.repoURLs, BaseBranch: *p.baseBranch, AllTargets: *p.allTargets}
 	f, err := p.fetcher()
 	if err != nil {
 		return req, err

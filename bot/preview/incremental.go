@@ -1,0 +1,114 @@
+package preview
+
+import (
+	"path"
+	"strings"
+
+	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/render"
+)
+
+// notAffectedPrefix starts the Skipped reason of a target the pull request does
+// not touch, as it does for a Flux source of this repository at another branch.
+const notAffectedPrefix = "not affected by this PR: "
+
+// notAffected returns, per target, why the pull request cannot change it (empty
+// when it may): none of the files its render reads at base or at head
+// (render.FindInputs) is among the changed files, nor its controller object's
+// file, nor a file its watch globs match, and nothing that renders its
+// controller object changes. What the walker cannot follow counts as touched:
+// such a target is always rendered. Targets already listed as not rendered
+// keep their reason.
+func notAffected(targets []config.Target, baseDir, headDir string, changed []string) []string {
+	inputs := make([]render.Inputs, len(targets))
+	touched := make([]bool, len(targets))
+	for i, t := range targets {
+		if t.Skip != "" {
+			touched[i] = true // listed as it is
+			continue
+		}
+		in := render.FindInputs(baseDir, t.Path, t.Render)
+		if h := t.HeadSide; h != nil {
+			// The head declares it differently (values, path, variables).
+			touched[i] = true
+			in = in.Merge(render.FindInputs(headDir, h.Path, h.Render))
+		} else {
+			in = in.Merge(render.FindInputs(headDir, t.Path, t.Render))
+		}
+		if c := t.Controller; c != nil {
+			if c.Deleted {
+				touched[i] = true
+			}
+			if c.Source != "" {
+				in.Files = append(in.Files, c.Source)
+			}
+		}
+		inputs[i] = in
+		if _, ok := in.Touched(changed); ok || watched(t.Watch, changed) {
+			touched[i] = true
+		}
+	}
+	// A controller object that another target renders (an app-of-apps chart, a
+	// kustomization that patches Flux Kustomizations) changes when that target's
+	// render may: its file is then read by, or lies under, that target.
+	for again := true; again; {
+		again = false
+		for i, t := range targets {
+			if touched[i] || t.Controller == nil || t.Controller.Source == "" {
+				continue
+			}
+			for j, p := range targets {
+				if j != i && touched[j] && p.Skip == "" && reads(inputs[j], p.Path, t.Controller.Source) {
+					touched[i], again = true, true
+					break
+				}
+			}
+		}
+	}
+	reasons := make([]string, len(targets))
+	for i := range targets {
+		if !touched[i] {
+			reasons[i] = notAffectedPrefix + "none of the files it is rendered from changes"
+		}
+	}
+	return reasons
+}
+
+// reads reports whether a target at dir with inputs in reads file, whether or
+// not all its inputs could be told.
+func reads(in render.Inputs, dir, file string) bool {
+	known := render.Inputs{Files: in.Files, Dirs: append([]string{dir}, in.Dirs...)}
+	_, ok := known.Touched([]string{file})
+	return ok
+}
+
+// watched reports whether any changed file matches one of the target's watch
+// globs: path.Match patterns on the repository path, where a pattern ending in
+// "/**" matches everything under its directory.
+func watched(globs, changed []string) bool {
+	for _, g := range globs {
+		for _, c := range changed {
+			if dir, ok := strings.CutSuffix(g, "/**"); ok {
+				if m, _ := path.Match(dir, c); m || prefixMatch(dir, c) {
+					return true
+				}
+				continue
+			}
+			if m, _ := path.Match(g, c); m {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// prefixMatch reports whether some parent directory of file matches the
+// pattern dir.
+func prefixMatch(dir, file string) bool {
+	for p := path.Dir(file); p != "." && p != "/"; p = path.Dir(p) {
+		if m, _ := path.Match(dir, p); m {
+			return true
+		}
+	}
+	return false
+}
