@@ -1,14 +1,21 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -436,3 +443,107 @@ func (w *inputWalker) jsonnet(dir string, j *JsonnetOptions) {
 		}
 	}
 }
+
+// ContentKey names what a render of target in root with opts produces: a hash
+// of the content and paths of every input file (FindInputs), the options, and
+// this program's build (its renderer versions). Two renders with the same key
+// give the same objects, whatever checkout they run in. ok is false when the
+// inputs cannot be told (Inputs.Unknown) or read: such a render is not shared.
+func ContentKey(root, target string, opts Options) (key string, ok bool) {
+	in := FindInputs(root, target, opts)
+	if in.Unknown != "" {
+		return "", false
+	}
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return "", false
+	}
+	r, err := os.OpenRoot(absRoot)
+	if err != nil {
+		return "", false
+	}
+	defer r.Close()
+	o, err := json.Marshal(withDefaults(opts))
+	if err != nil {
+		return "", false
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "build %s\ntarget %q\noptions %s\n", buildID(), target, o)
+	hashFile := func(p string) bool {
+		f, err := r.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(h, "missing %q\n", p)
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		switch {
+		case err != nil:
+			return false
+		case fi.IsDir():
+			return hashDir(r, h, p)
+		case !fi.Mode().IsRegular():
+			return false
+		}
+		fmt.Fprintf(h, "file %q %d\n", p, fi.Size())
+		_, err = io.Copy(h, f)
+		return err == nil
+	}
+	files := slices.Sorted(slices.Values(in.Files))
+	for _, p := range files {
+		if !hashFile(p) {
+			return "", false
+		}
+	}
+	for _, d := range slices.Sorted(slices.Values(in.Dirs)) {
+		if !hashDir(r, h, d) {
+			return "", false
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
+}
+
+// hashDir hashes the paths and contents of the tree under dir.
+func hashDir(r *os.Root, h io.Writer, dir string) bool {
+	ok := true
+	err := fs.WalkDir(r.FS(), dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == dir {
+			fmt.Fprintf(h, "missing %q\n", p)
+			return fs.SkipAll
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			fmt.Fprintf(h, "dir %q\n", p)
+		case d.Type().IsRegular():
+			data, err := fs.ReadFile(r.FS(), p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "file %q %d\n", p, len(data))
+			_, _ = h.Write(data)
+		default:
+			ok = false // a symlink or a device: not hashed, not shared
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return ok && err == nil
+}
+
+// buildID names this program's build: its module versions (kustomize, Helm,
+// go-jsonnet among them) and VCS revision, so a cache never mixes renders of
+// different renderer versions.
+var buildID = sync.OnceValue(func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	sum := sha256.Sum256([]byte(bi.String()))
+	return hex.EncodeToString(sum[:8])
+})

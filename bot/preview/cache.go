@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,15 +14,24 @@ import (
 // find the Applications and Kustomizations they hold (app-of-apps), and the pipeline
 // renders the same targets again to diff them; rendering is deterministic for one
 // checkout, path and options, so the second render is a lookup.
+//
+// Renders are also shared by content (render.ContentKey: the hash of the
+// target's input files, options and renderer versions) through a process-wide
+// cache: a target that base and head hold alike is rendered once, and in `serve`
+// the renders of one job serve the next (the base of one push is the base of
+// the next). A render whose inputs cannot be told is never shared, and neither
+// is a failed one (its error names its checkout).
 type renderCache struct {
 	mu      sync.Mutex
 	entries map[string]renderResult
 	misses  int // renders actually run, for tests and benchmarks
+	shared  int // renders taken from the content cache
 	// output is what the renders of this run produced in all, against maxOutput:
 	// each target is capped by render.Options.MaxOutputBytes, and this caps the
 	// job, whose renders the pipeline holds in memory together.
 	output    int64
 	maxOutput int64
+	content   *contentCache
 }
 
 // maxJobOutputBytes caps the rendered manifests of one preview (all targets, base
@@ -34,7 +44,7 @@ type renderResult struct {
 }
 
 func newRenderCache() *renderCache {
-	return &renderCache{entries: map[string]renderResult{}, maxOutput: maxJobOutputBytes}
+	return &renderCache{entries: map[string]renderResult{}, maxOutput: maxJobOutputBytes, content: sharedRenders}
 }
 
 // render returns the cached render of path in root with opts, rendering on a miss.
@@ -51,9 +61,23 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 	if ok {
 		return r.set, r.err
 	}
-	set, err := render.Render(ctx, root, path, opts)
-	if ctx.Err() != nil {
-		return set, err
+	ckey, shareable := "", false
+	if c.content != nil {
+		ckey, shareable = render.ContentKey(root, path, opts)
+	}
+	var set render.ObjectSet
+	hit := false
+	if shareable {
+		set, hit = c.content.get(ckey)
+	}
+	if !hit {
+		set, err = render.Render(ctx, root, path, opts)
+		if ctx.Err() != nil {
+			return set, err
+		}
+		if shareable && err == nil {
+			c.content.put(ckey, set)
+		}
 	}
 	c.mu.Lock()
 	c.output += set.OutputBytes
@@ -61,7 +85,85 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 		set, err = render.ObjectSet{}, &render.Error{File: path, Err: fmt.Errorf("the preview renders more than %d MiB of manifests in all (the limit per preview); preview fewer targets at a time", c.maxOutput>>20)}
 	}
 	c.entries[key] = renderResult{set, err}
-	c.misses++
+	if hit {
+		c.shared++
+	} else {
+		c.misses++
+	}
 	c.mu.Unlock()
 	return set, err
+}
+
+// contentCache holds renders by render.ContentKey, least recently used first
+// out, up to max bytes of rendered manifests. Each caller gets its own copy of
+// the objects: the pipeline changes the objects of one side (identity,
+// substitution), which must not reach the other side or the next job.
+type contentCache struct {
+	mu    sync.Mutex
+	max   int64
+	size  int64
+	order *list.List // of *contentEntry, most recent first
+	byKey map[string]*list.Element
+}
+
+type contentEntry struct {
+	key string
+	set render.ObjectSet
+}
+
+// maxSharedRenderBytes bounds the process-wide content cache by the size of the
+// manifests it holds (in memory a few times that).
+const maxSharedRenderBytes = 32 << 20
+
+var sharedRenders = newContentCache(maxSharedRenderBytes)
+
+func newContentCache(maxBytes int64) *contentCache {
+	return &contentCache{max: maxBytes, order: list.New(), byKey: map[string]*list.Element{}}
+}
+
+func (c *contentCache) get(key string) (render.ObjectSet, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byKey[key]
+	if !ok {
+		return render.ObjectSet{}, false
+	}
+	c.order.MoveToFront(e)
+	return copySet(e.Value.(*contentEntry).set), true
+}
+
+func (c *contentCache) put(key string, set render.ObjectSet) {
+	size := max(set.OutputBytes, 1)
+	if size > c.max {
+		return
+	}
+	set = copySet(set)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[key]; ok {
+		return
+	}
+	c.byKey[key] = c.order.PushFront(&contentEntry{key: key, set: set})
+	c.size += size
+	for c.size > c.max {
+		last := c.order.Back()
+		ent := last.Value.(*contentEntry)
+		c.order.Remove(last)
+		delete(c.byKey, ent.key)
+		c.size -= max(ent.set.OutputBytes, 1)
+	}
+}
+
+// copySet copies the objects of set, so no two holders share one.
+func copySet(set render.ObjectSet) render.ObjectSet {
+	out := set
+	out.Notes = append([]string(nil), set.Notes...)
+	out.Objects = make([]render.Object, len(set.Objects))
+	for i, o := range set.Objects {
+		if o.Obj != nil {
+			o.Obj = o.Obj.DeepCopy()
+		}
+		out.Objects[i] = o
+	}
+	return out
 }

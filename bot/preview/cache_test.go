@@ -12,6 +12,7 @@ import (
 func TestRenderCache(t *testing.T) {
 	root := "../../fixtures/scenarios/01-hpa-owns-replicas/base"
 	c := newRenderCache()
+	c.content = newContentCache(maxSharedRenderBytes) // nothing from other tests
 	opts := render.DefaultOptions()
 
 	first, err := c.render(t.Context(), root, "app", opts)
@@ -48,6 +49,7 @@ func TestRenderCache(t *testing.T) {
 func TestRenderCacheCapsTheJob(t *testing.T) {
 	root := "../../fixtures/scenarios/01-hpa-owns-replicas/base"
 	c := newRenderCache()
+	c.content = nil
 	if _, err := c.render(t.Context(), root, "app", render.DefaultOptions()); err != nil {
 		t.Fatal(err)
 	}
@@ -65,4 +67,64 @@ func TestRenderCacheCapsTheJob(t *testing.T) {
 	if maxJobOutputBytes != 96<<20 {
 		t.Errorf("the README says 96 MiB per preview")
 	}
+}
+
+// TestRenderCacheSharesByContent: a target whose input files are the same in two
+// checkouts (base and head, or this job and the next) is rendered once; each
+// side gets its own objects; a change to an input file, or a target whose
+// inputs cannot be told, renders again.
+func TestRenderCacheSharesByContent(t *testing.T) {
+	files := map[string]string{
+		"app/kustomization.yaml":  "resources: [../base]\n",
+		"base/kustomization.yaml": "resources: [cm.yaml]\n",
+		"base/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: '1'}\n",
+		"gen/kustomization.yaml":  "generators: [g.yaml]\n",
+		"gen/g.yaml":              "apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: g}\nliterals: [a=1]\n",
+	}
+	base, head := writeFiles(t, files, nil), writeFiles(t, files, nil)
+	c := newRenderCache()
+	c.content = newContentCache(maxSharedRenderBytes)
+	opts := render.DefaultOptions()
+	b, err := c.render(t.Context(), base, "app", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.render(t.Context(), head, "app", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.misses != 1 || c.shared != 1 {
+		t.Fatalf("base and head alike: %d renders, %d shared; want 1 and 1", c.misses, c.shared)
+	}
+	if len(h.Objects) != 1 || h.Objects[0].Obj == b.Objects[0].Obj {
+		t.Fatalf("head must get its own copy of base's %d objects", len(b.Objects))
+	}
+	h.Objects[0].Obj.SetName("changed")
+	if again, _ := newRenderCacheOn(c.content).render(t.Context(), base, "app", opts); again.Objects[0].Obj.GetName() != "cm" {
+		t.Errorf("a change to one side's objects reached the cache")
+	}
+
+	// A change in the base's file (read through ../base) is another render.
+	other := writeFiles(t, files, map[string]string{"base/cm.yaml": strings.Replace(files["base/cm.yaml"], "'1'", "'2'", 1)})
+	if _, err := c.render(t.Context(), other, "app", opts); err != nil {
+		t.Fatal(err)
+	}
+	if c.misses != 2 {
+		t.Errorf("changed input: %d renders, want 2", c.misses)
+	}
+	// Unknown inputs (a generators: entry) are never shared.
+	for _, root := range []string{base, head} {
+		if _, err := c.render(t.Context(), root, "gen", opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.misses != 4 {
+		t.Errorf("unknown inputs: %d renders, want 4", c.misses)
+	}
+}
+
+func newRenderCacheOn(cc *contentCache) *renderCache {
+	c := newRenderCache()
+	c.content = cc
+	return c
 }

@@ -558,6 +558,9 @@ func (p *pipeline) reader(cl *Cluster) (*live.Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to cluster %s: %w", cl.Name, err)
 	}
+	// The targets of one job share their LISTs (one per type and namespace),
+	// and the second read that judges the base (markPreExisting) sends none.
+	r.ShareLists()
 	p.readers[key] = r
 	return r, nil
 }

@@ -368,3 +368,48 @@ func TestOneListPerTypeAndNamespace(t *testing.T) {
 		t.Errorf("resource requests (-want +got):\n%s", diff)
 	}
 }
+
+// TestShareListsAcrossReads: with ShareLists, the reads of several targets (and
+// the same target read again) send each LIST once, and each read still finds
+// its live objects, in a copy of its own.
+func TestShareListsAcrossReads(t *testing.T) {
+	ctx := t.Context()
+	ns1, ns2 := cluster.Namespace(t), cluster.Namespace(t)
+	var one, two []*unstructured.Unstructured
+	for _, n := range []string{"a", "b"} {
+		one = append(one, cluster.ApplyAs(ctx, t, configMap(t, ns1, n, map[string]any{"k": "v"}), "kustomize-controller"))
+		two = append(two, cluster.ApplyAs(ctx, t, configMap(t, ns2, n, map[string]any{"k": "v"}), "kustomize-controller"))
+	}
+	log := &requestLog{}
+	cfg := cluster.Config()
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return counter{log: log, next: rt} }
+	r := reader(t, cfg)
+	r.ShareLists()
+	first := mustRead(t, r, set(one...), set(one...), opts(ns1))
+	mustRead(t, r, set(two...), set(two...), opts(ns2))
+	again := mustRead(t, r, set(one...), set(one...), opts(ns1))
+
+	var got []string
+	for _, req := range log.reqs {
+		method, path, _ := strings.Cut(req, " ")
+		if c := classify(path); strings.HasPrefix(c, "list ") {
+			got = append(got, method+" "+c)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"GET list configmaps in " + ns1, "GET list configmaps in " + ns2}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LISTs over three reads (-want +got):\n%s", diff)
+	}
+	for _, o := range one {
+		k := render.KeyOf(o)
+		a, b := first.Objects[k], again.Objects[k]
+		if a == nil || b == nil {
+			t.Fatalf("%s not found live: first %v, again %v", k, a != nil, b != nil)
+		}
+		if a == b {
+			t.Errorf("%s: two reads share one live object", k)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -41,6 +43,29 @@ type Reader struct {
 	cache cache
 	// parallel bounds concurrent LIST and dry-run requests.
 	parallel int
+	// lists, when set (ShareLists), keeps every LIST result for the Reader's
+	// later reads.
+	lists *listMemo
+}
+
+// ShareLists makes the Reader LIST each resource type in each namespace once
+// and answer later reads (of other targets, or of the same target again) from
+// that result: for the reads of one job, which then all see one snapshot of the
+// cluster. A failed LIST is not kept. Call it before the first Read.
+func (r *Reader) ShareLists() { r.lists = &listMemo{m: map[listKey]*listResult{}} }
+
+// listMemo holds the LIST results of one Reader, one per type and namespace;
+// concurrent reads of the same LIST wait for the first.
+type listMemo struct {
+	mu     sync.Mutex
+	m      map[listKey]*listResult
+	issued atomic.Int64 // LISTs sent, for tests
+}
+
+type listResult struct {
+	done  chan struct{}
+	items []*unstructured.Unstructured
+	err   error
 }
 
 // NewReader builds a Reader from a client configuration, typically the bot's
@@ -351,9 +376,55 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-// list runs one logical LIST (paged). A type that vanished since discovery (404)
-// has no objects; any other failure names the resource, namespace and cluster.
+// list runs one logical LIST, or takes it from the Reader's shared LISTs (a copy:
+// callers change what they read).
 func (st *read) list(ctx context.Context, k listing) ([]*unstructured.Unstructured, error) {
+	memo := st.r.lists
+	if memo == nil {
+		return st.listOnce(ctx, k)
+	}
+	key := listKey{gvr: k.res.gvr, ns: k.ns}
+	memo.mu.Lock()
+	res, ok := memo.m[key]
+	if !ok {
+		res = &listResult{done: make(chan struct{})}
+		memo.m[key] = res
+	}
+	memo.mu.Unlock()
+	if !ok {
+		memo.issued.Add(1)
+		res.items, res.err = st.listOnce(ctx, k)
+		if res.err != nil {
+			memo.mu.Lock()
+			delete(memo.m, key) // the next read tries again
+			memo.mu.Unlock()
+		}
+		close(res.done)
+	} else {
+		select {
+		case <-res.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if res.err != nil {
+			// Failed for the read that sent it (perhaps its context ended):
+			// this read sends its own.
+			return st.list(ctx, k)
+		}
+	}
+	if res.err != nil {
+		return nil, res.err
+	}
+	out := make([]*unstructured.Unstructured, len(res.items))
+	for i, u := range res.items {
+		out[i] = u.DeepCopy()
+	}
+	return out, nil
+}
+
+// listOnce runs one logical LIST (paged). A type that vanished since discovery (404)
+// has no objects; any other failure names the resource, namespace and cluster.
+func (st *read) listOnce(ctx context.Context, k listing) ([]*unstructured.Unstructured, error) {
 	var ri dynamic.ResourceInterface = st.r.dyn.Resource(k.res.gvr)
 	if k.ns != "" {
 		ri = st.r.dyn.Resource(k.res.gvr).Namespace(k.ns)
