@@ -234,8 +234,12 @@ type TargetReport struct {
 	Error       string      `json:"error,omitempty"`
 	// Skipped says why a listed target was not rendered at all (its source is
 	// outside the repository, an unsupported generator…).
-	Skipped string   `json:"skipped,omitempty"`
-	Worst   Severity `json:"worst"`
+	Skipped string `json:"skipped,omitempty"`
+	// NotAffected says why the target was judged unchanged without rendering
+	// it: the pull request changes none of the files it is rendered from. It
+	// has no changes, and no live comparison was made for it.
+	NotAffected string   `json:"notAffected,omitempty"`
+	Worst       Severity `json:"worst"`
 }
 
 // Report is the whole result of one preview: what the comment and the check show.
@@ -255,7 +259,9 @@ type Report struct {
 }
 
 // Compared reports whether the target's base and head were both rendered and
-// diffed: a target that failed to render, or was listed as not rendered, was not.
+// diffed, or judged alike because the PR changes none of the target's files
+// (NotAffected): a target that failed to render, or was listed as not
+// rendered, was not.
 func (t *TargetReport) Compared() bool { return t.Error == "" && t.Skipped == "" }
 
 // Coverage counts the targets that were compared and those that were not.

@@ -33,6 +33,11 @@ type Inputs struct {
 	// symlink, a field the walker does not know): the render may depend on any
 	// file, so the target counts as touched by every change.
 	Unknown string
+	// Remote is true when the render also reads what Options.Remote fetches (a
+	// remote chart, unvendored chart dependencies): no change in the checkout
+	// changes that, but the same files may render differently another day, so
+	// such a render is not shared by content.
+	Remote bool
 }
 
 // Touched returns the first of changed (paths relative to the checkout root)
@@ -72,6 +77,7 @@ func (in Inputs) Merge(other Inputs) Inputs {
 	if out.Unknown == "" {
 		out.Unknown = other.Unknown
 	}
+	out.Remote = in.Remote || other.Remote
 	return out
 }
 
@@ -187,6 +193,9 @@ func (w *inputWalker) walkTarget(t string, opts Options) {
 	if renderer == RendererAuto {
 		renderer = detect(w.sb, t)
 	}
+	if opts.Helm.Chart != nil {
+		renderer = RendererHelm
+	}
 	switch renderer {
 	case RendererKustomize:
 		w.kustomization(t)
@@ -199,6 +208,12 @@ func (w *inputWalker) walkTarget(t string, opts Options) {
 			w.kustomization(c)
 		}
 	case RendererHelm:
+		if opts.Helm.Chart != nil {
+			// A chart from a Helm repository; its values files are files of
+			// that chart. Nothing in the checkout is read.
+			w.in.Remote = true
+			return
+		}
 		w.chart(t)
 		for _, v := range opts.Helm.ValuesFiles {
 			v, err := cleanRel(v)
@@ -347,6 +362,7 @@ func (w *inputWalker) chart(dir string) {
 	}
 	var meta struct {
 		Dependencies []struct {
+			Name       string `yaml:"name"`
 			Repository string `yaml:"repository"`
 		} `yaml:"dependencies"`
 	}
@@ -356,7 +372,11 @@ func (w *inputWalker) chart(dir string) {
 	for _, d := range meta.Dependencies {
 		rel, ok := strings.CutPrefix(d.Repository, "file://")
 		if !ok {
-			continue // vendored under charts/ (in dir) or fetched by version
+			// Vendored under charts/ (in dir), or fetched by version.
+			if !w.vendored(dir, d.Name) {
+				w.in.Remote = true
+			}
+			continue
 		}
 		if strings.HasPrefix(rel, "/") {
 			w.unknown("%s/Chart.yaml: absolute dependency path %q", dir, rel)
@@ -369,6 +389,19 @@ func (w *inputWalker) chart(dir string) {
 		}
 		w.chart(p)
 	}
+}
+
+// vendored reports whether the chart in dir holds dependency name under charts/,
+// as a directory or an archive.
+func (w *inputWalker) vendored(dir, name string) bool {
+	if name == "" {
+		return false
+	}
+	if isDir, _ := w.kind(path.Join(dir, "charts", name)); isDir {
+		return true
+	}
+	m, _ := fs.Glob(w.sb.fsys(), path.Join(dir, "charts", name+"-*.tgz"))
+	return len(m) > 0
 }
 
 // jsonnetImport finds import, importstr and importbin of a string literal.
@@ -451,7 +484,7 @@ func (w *inputWalker) jsonnet(dir string, j *JsonnetOptions) {
 // inputs cannot be told (Inputs.Unknown) or read: such a render is not shared.
 func ContentKey(root, target string, opts Options) (key string, ok bool) {
 	in := FindInputs(root, target, opts)
-	if in.Unknown != "" {
+	if in.Unknown != "" || in.Remote {
 		return "", false
 	}
 	absRoot, err := filepath.Abs(root)

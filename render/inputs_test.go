@@ -103,6 +103,22 @@ func TestFindInputsHelm(t *testing.T) {
 			t.Errorf("a change to %s touches the chart", f)
 		}
 	}
+	if in.Remote {
+		t.Error("a chart with its dependencies vendored reads nothing remote")
+	}
+	if _, ok := render.ContentKey(root, "charts/app", opts); !ok {
+		t.Error("a chart with local inputs has no content key")
+	}
+	// An unvendored dependency is fetched: its render is not shared by content.
+	if err := os.RemoveAll(filepath.Join(root, "charts/app/charts")); err != nil {
+		t.Fatal(err)
+	}
+	if in := render.FindInputs(root, "charts/app", opts); !in.Remote || in.Unknown != "" {
+		t.Errorf("unvendored dependency: %+v, want Remote", in)
+	}
+	if _, ok := render.ContentKey(root, "charts/app", opts); ok {
+		t.Error("a chart with a fetched dependency has a content key")
+	}
 }
 
 // TestFindInputsPlainAndJsonnet: a plain directory is its tree; jsonnet adds its

@@ -715,8 +715,10 @@ func runGitOps(t *testing.T, dir string) (*diffing.Report, string, []byte) {
 	for _, s := range gitopsSteps(t, dir) {
 		seedGitOps(t, dir, s)
 	}
+	// Every target is compared (AllTargets), as in runScenario: the no-op
+	// scenarios (40-43) check the live comparison of targets the PR does not touch.
 	rep, err := Run(ctx, Request{
-		RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL},
+		RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL}, AllTargets: true,
 		DefaultCluster: &Cluster{Name: "test", Config: cluster.Config(), LiveMode: "simulate"},
 		Remote:         fetcher,
 	})

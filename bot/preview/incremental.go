@@ -2,24 +2,39 @@ package preview
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/bot/discover"
+	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
 )
 
-// notAffectedPrefix starts the Skipped reason of a target the pull request does
-// not touch, as it does for a Flux source of this repository at another branch.
-const notAffectedPrefix = "not affected by this PR: "
+// notAffectedReason is why a target the pull request does not touch is not
+// rendered (TargetReport.NotAffected).
+const notAffectedReason = "none of the files it is rendered from changes"
 
-// notAffected returns, per target, why the pull request cannot change it (empty
+// notAffected is the report of a target the pull request does not touch: no
+// changes, not rendered, no live comparison. Discovery's findings about it hold
+// at base when the base declares it.
+func (p *pipeline) notAffected(t config.Target, reason string) diffing.TargetReport {
+	findings := slices.Clone(t.Findings)
+	if p.atBase[discover.Key(t)] {
+		diffing.MarkAllPreExisting(findings)
+	}
+	return diffing.TargetReport{Name: t.Name, Path: t.Path, Cluster: t.Cluster, Controller: t.Controller,
+		NotAffected: reason, Notes: slices.Clone(t.Notes), Findings: findings, Changes: []diffing.Change{}}
+}
+
+// notAffectedBy returns, per target, why the pull request cannot change it (empty
 // when it may): none of the files its render reads at base or at head
 // (render.FindInputs) is among the changed files, nor its controller object's
 // file, nor a file its watch globs match, and nothing that renders its
 // controller object changes. What the walker cannot follow counts as touched:
 // such a target is always rendered. Targets already listed as not rendered
 // keep their reason.
-func notAffected(targets []config.Target, baseDir, headDir string, changed []string) []string {
+func notAffectedBy(targets []config.Target, baseDir, headDir string, changed []string) []string {
 	inputs := make([]render.Inputs, len(targets))
 	touched := make([]bool, len(targets))
 	for i, t := range targets {
@@ -68,7 +83,7 @@ func notAffected(targets []config.Target, baseDir, headDir string, changed []str
 	reasons := make([]string, len(targets))
 	for i := range targets {
 		if !touched[i] {
-			reasons[i] = notAffectedPrefix + "none of the files it is rendered from changes"
+			reasons[i] = notAffectedReason
 		}
 	}
 	return reasons

@@ -88,10 +88,12 @@ func TestIncrementalTargets(t *testing.T) {
 					t.Errorf("%s: %s", tr.Name, tr.Error)
 				}
 				switch {
-				case tr.Skipped == "":
-					rendered = append(rendered, tr.Name)
-				case !strings.HasPrefix(tr.Skipped, "not affected by this PR"):
+				case tr.Skipped != "":
 					t.Errorf("%s skipped: %s", tr.Name, tr.Skipped)
+				case tr.NotAffected == "":
+					rendered = append(rendered, tr.Name)
+				case len(tr.Changes) > 0 || tr.LiveChecked:
+					t.Errorf("%s is not affected but has %d changes, live checked %v", tr.Name, len(tr.Changes), tr.LiveChecked)
 				}
 			}
 			slices.Sort(rendered)
@@ -110,8 +112,8 @@ func TestIncrementalTargets(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tr := range rep.Targets {
-			if tr.Skipped != "" || tr.Error != "" {
-				t.Errorf("%s: skipped %q, error %q", tr.Name, tr.Skipped, tr.Error)
+			if tr.Skipped != "" || tr.Error != "" || tr.NotAffected != "" {
+				t.Errorf("%s: skipped %q, error %q, not affected %q", tr.Name, tr.Skipped, tr.Error, tr.NotAffected)
 			}
 		}
 	})

@@ -175,7 +175,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	}
 	var skip []string
 	if len(req.Targets) == 0 && !req.AllTargets {
-		skip = notAffected(targets, baseDir, headDir, changed)
+		skip = notAffectedBy(targets, baseDir, headDir, changed)
 	}
 
 	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}, renders: cache, atBase: atBase, renamed: renamed}
@@ -191,7 +191,8 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			if skip != nil && skip[i] != "" {
-				t.Skip = skip[i]
+				rep.Targets[i] = p.notAffected(t, skip[i])
+				return
 			}
 			rep.Targets[i] = p.target(ctx, t)
 		}()

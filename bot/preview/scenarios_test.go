@@ -174,8 +174,12 @@ func runScenario(t *testing.T, dir string) {
 		seed(ctx, t, dir, s)
 	}
 
+	// Every target is compared (AllTargets): a scenario judges what the preview
+	// reports for a target, live comparison included, even where the PR does
+	// not touch it (15-clean); which targets a PR affects is
+	// TestIncrementalTargets'.
 	rep, err := Run(ctx, Request{
-		RepoDir: repoDir, Base: "base", Head: "head", Now: scenarioNow,
+		RepoDir: repoDir, Base: "base", Head: "head", Now: scenarioNow, AllTargets: true,
 		DefaultCluster: &Cluster{Name: "test", Config: cfg, LiveMode: "simulate"},
 	})
 	if err != nil {

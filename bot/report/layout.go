@@ -403,7 +403,7 @@ func (l *layout) preamble(t *diffing.TargetReport) string {
 	if t.Skipped != "" {
 		b.WriteString("**Not rendered:** " + inlineMD(oneLine(t.Skipped)) + ".\n\n")
 	}
-	if !t.LiveChecked && t.Error == "" && t.Skipped == "" {
+	if !t.LiveChecked && t.Error == "" && t.Skipped == "" && t.NotAffected == "" {
 		b.WriteString("No live comparison: " + noLiveReason(t) + ".\n\n")
 	}
 	if len(t.Notes) > 0 {
@@ -460,7 +460,10 @@ func (s *section) pieces() []string {
 		out = append(out, s.liveHead, s.liveNone)
 		out = appendUnits(out, s.live)
 	}
-	if s.unaffected {
+	switch {
+	case s.t.NotAffected != "":
+		out = append(out, "Not affected by this PR (not rendered: "+inlineMD(oneLine(s.t.NotAffected))+").\n")
+	case s.unaffected:
 		out = append(out, "Not affected by this PR.\n")
 	}
 	return append(out, "</details>\n")

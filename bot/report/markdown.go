@@ -279,7 +279,7 @@ func (l *layout) liveNotice() string {
 	total := 0
 	for i := range l.r.Targets {
 		t := &l.r.Targets[i]
-		if t.LiveChecked || t.Error != "" || t.Skipped != "" {
+		if t.LiveChecked || t.Error != "" || t.Skipped != "" || t.NotAffected != "" {
 			continue
 		}
 		why := noLiveReason(t)
