@@ -31,7 +31,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key in a target",
 			yaml: "version: 1\ntargets:\n  - path: a\n    chart: x\n",
-			want: []string{`.driftpreview.yaml:4: targets[0]: unknown key "chart" (allowed: name, path, renderer, namespace, cluster, helm, kustomize, directory, sync, ignore)`},
+			want: []string{`.driftpreview.yaml:4: targets[0]: unknown key "chart" (allowed: name, path, renderer, namespace, cluster, helm, kustomize, directory, sync, ignore, watch)`},
 		},
 		{
 			name: "unknown key in sync",
@@ -204,7 +204,7 @@ func TestParseErrors(t *testing.T) {
 			yaml: "version: 1\ntargets:\n  - path: a\n    sync: {prune: ghp_AbCdEf0123456789AbCdEf0123456789}\n    ghp_AbCdEf0123456789AbCdEf0123456789: x\n",
 			want: []string{
 				`.driftpreview.yaml:4: targets[0].sync.prune: want true or false, got (value hidden: it looks like a secret)`,
-				`.driftpreview.yaml:5: targets[0]: unknown key (value hidden: it looks like a secret) (allowed: name, path, renderer, namespace, cluster, helm, kustomize, directory, sync, ignore)`,
+				`.driftpreview.yaml:5: targets[0]: unknown key (value hidden: it looks like a secret) (allowed: name, path, renderer, namespace, cluster, helm, kustomize, directory, sync, ignore, watch)`,
 			},
 		},
 	}

@@ -111,7 +111,9 @@ func TestRunPreview(t *testing.T) {
 		{name: "pruned PVC fails the policy", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json"},
 			code: exitFailing, rules: []string{"prune-stateful PersistentVolumeClaim/cache failing"}},
 		// The cluster being down is not the PR's doing: reported, not failing.
-		{name: "unreachable cluster is live-unavailable", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable, "--format", "json"},
+		// 15-clean's PR touches no file of its target: --all-targets compares it
+		// all the same, with the live cluster.
+		{name: "unreachable cluster is live-unavailable", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable, "--format", "json", "--all-targets"},
 			code: exitOK, rules: []string{"live-unavailable / pre-existing"}},
 		{name: "a render error the PR introduces fails", args: []string{"--repo", renderFailure, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json"},
 			code: exitFailing, rules: []string{"render-error / failing"}},
@@ -119,10 +121,12 @@ func TestRunPreview(t *testing.T) {
 			code: exitOK, rules: []string{"render-error / pre-existing"}},
 		{name: "nothing rendered says so and exits 0", args: []string{"--repo", nothing, "--base", "base", "--head", "head", "--live-mode", "off"},
 			code: exitOK, stdout: "nothing compared: 1 target not rendered"},
-		{name: "live mode off ignores the kubeconfig", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable, "--live-mode", "off"},
+		{name: "live mode off ignores the kubeconfig", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable, "--live-mode", "off", "--all-targets"},
 			code: exitOK, stdout: "live mode is off"},
 		{name: "bad config still prints the report, exits 2", args: []string{"--repo", badConfig, "--base", "base", "--head", "head", "--format", "json"},
 			code: exitError, rules: []string{"config-error", "config-error"}, stderr: ".driftpreview.yaml:7: ignore[0].reason"},
+		{name: "an untouched target is not affected", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable},
+			code: exitOK, stdout: "Not affected by this PR (not rendered: none of the files it is rendered from changes)"},
 		{name: "target filter", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--target", "nope"},
 			code: exitError, stderr: `no target named "nope"`},
 		{name: "missing head", args: []string{"--repo", clean, "--base", "base"}, code: exitError, stderr: "--base and --head are required"},
