@@ -197,7 +197,7 @@ func TestFindInputsKnowsEveryOption(t *testing.T) {
 	known := map[string][]string{
 		"Options":          {"Renderer", "Namespace", "Plain", "Helm", "Kustomize", "ArgoCDHooks", "MaxFileBytes", "MaxTotalBytes", "MaxOutputBytes", "Timeout", "MaxMemoryBytes", "MaxCPUTime", "Remote", "OCI"},
 		"PlainOptions":     {"Recurse", "Include", "Exclude", "Jsonnet"},
-		"HelmOptions":      {"ReleaseName", "ValuesFiles", "Values", "SkipCRDs", "KubeVersion", "Chart", "deps"},
+		"HelmOptions":      {"ReleaseName", "ValuesFiles", "Values", "SkipCRDs", "KubeVersion", "Chart", "deps", "checkoutValues"},
 		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "Patches", "Components", "RemoteBases"},
 		"JsonnetOptions":   {"ExtVars", "TLAs", "Libs"},
 	}
