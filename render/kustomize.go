@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -22,6 +23,25 @@ import (
 // kustomizeLock serialises kustomize builds: krusty keeps the OpenAPI schema in
 // package state. It is a channel so a waiting render still honours its deadline.
 var kustomizeLock = make(chan struct{}, 1)
+
+// defaultOpenAPIVersion is what kyaml reports before any kustomization has set
+// a schema (read at start-up, before any build).
+var defaultOpenAPIVersion = openapi.GetSchemaVersion()
+
+// resetOpenAPISchema puts kyaml's package-level OpenAPI schema back to the
+// built-in one after a build that changed it. A kustomization's `openapi:` field
+// (kyaml openapi.SetSchema) sets a custom schema in package state; krusty resets
+// only the built-in version at the next build (krusty/kustomizer.go Run), and a
+// sub-kustomization's schema is not set at all while one is (internal/target
+// kusttarget.go, reset=false). A render process serves many renders (pool.go),
+// so without this the schema of one target would decide how the next target's
+// patches merge. Resetting only after such builds keeps the parsed built-in
+// schema for the common case.
+func resetOpenAPISchema() {
+	if openapi.GetSchemaVersion() != defaultOpenAPIVersion {
+		openapi.ResetOpenAPI()
+	}
+}
 
 const originAnnotation = "config.kubernetes.io/origin"
 
@@ -64,6 +84,7 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 	}
 	rm, err := func() (resmap.ResMap, error) {
 		defer func() { <-kustomizeLock }()
+		defer resetOpenAPISchema()
 		k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 		return k.Run(fsys, wrapperDir)
 	}()

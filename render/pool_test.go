@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -60,5 +62,73 @@ func TestPoolCrashFailsOnlyItsRequest(t *testing.T) {
 	// ran in a second one, which died too; a third served both renders after.
 	if started := render.ProcessesStarted() - before; started != 3 {
 		t.Errorf("started %d render processes, want 3", started)
+	}
+}
+
+// TestPoolOpenAPISchemaDoesNotLeak renders, in one warm process, a kustomization
+// with a custom OpenAPI schema (its `openapi:` field) between two renders of one
+// without. kyaml keeps the schema in package state and krusty only resets the
+// built-in version, so without a reset the schema of one render decides how the
+// next one merges its patches (here: a list merged by key instead of replaced).
+func TestPoolOpenAPISchemaDoesNotLeak(t *testing.T) {
+	const widget = `apiVersion: example.com/v1alpha1
+kind: Widget
+metadata: {name: w}
+spec:
+  items:
+  - {name: a, value: "1"}
+  - {name: b, value: "2"}
+`
+	const patch = `apiVersion: example.com/v1alpha1
+kind: Widget
+metadata: {name: w}
+spec:
+  items:
+  - {name: a, value: "9"}
+`
+	const schema = `{"definitions": {
+  "v1alpha1.Widget": {
+    "type": "object",
+    "x-kubernetes-group-version-kind": [{"group": "example.com", "kind": "Widget", "version": "v1alpha1"}],
+    "properties": {
+      "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+      "spec": {"type": "object", "properties": {"items": {
+        "type": "array", "items": {"$ref": "#/definitions/v1alpha1.Item"},
+        "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge"}}}}},
+  "v1alpha1.Item": {"type": "object", "properties": {"name": {"type": "string"}, "value": {"type": "string"}}}
+}}`
+	root := writeTree(t, map[string]string{
+		"plain/kustomization.yaml": kustHeader + "resources: [widget.yaml]\npatches: [{path: patch.yaml}]\n",
+		"plain/widget.yaml":        widget,
+		"plain/patch.yaml":         patch,
+		"schema/kustomization.yaml": kustHeader + "openapi: {path: schema.json}\n" +
+			"resources: [widget.yaml]\npatches: [{path: patch.yaml}]\n",
+		"schema/widget.yaml": widget,
+		"schema/patch.yaml":  patch,
+		"schema/schema.json": schema,
+	})
+	opts := render.DefaultOptions()
+	opts.MaxCPUTime = 57 * time.Second // a pool of its own
+	items := func(target string) int {
+		t.Helper()
+		set, err := render.Render(t.Context(), root, target, opts)
+		if err != nil || len(set.Objects) != 1 {
+			t.Fatalf("%s: %d objects, %v", target, len(set.Objects), err)
+		}
+		list, _, _ := unstructured.NestedSlice(set.Objects[0].Obj.Object, "spec", "items")
+		return len(list)
+	}
+	before := render.ProcessesStarted()
+	if n := items("plain"); n != 1 {
+		t.Fatalf("without a schema the patch replaces the list: %d items, want 1", n)
+	}
+	if n := items("schema"); n != 2 {
+		t.Fatalf("with the schema the patch merges by name: %d items, want 2", n)
+	}
+	if n := items("plain"); n != 1 {
+		t.Errorf("after a render with a custom schema in the same process: %d items, want 1 (the schema leaked)", n)
+	}
+	if started := render.ProcessesStarted() - before; started != 1 {
+		t.Errorf("3 renders started %d processes, want 1 (the test needs a reused process)", started)
 	}
 }
