@@ -2,14 +2,12 @@ package github_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/github"
 	"github.com/driftpreview/driftpreview/bot/github/githubtest"
+	"github.com/driftpreview/driftpreview/bot/internal/hostfake"
 )
 
 // FuzzParseWebhook feeds validly signed deliveries to ParseWebhook: whatever the
@@ -18,18 +16,7 @@ import (
 // fixtures/webhooks/github plus the payloads that once panicked; `make test` runs
 // it, `go test -fuzz FuzzParseWebhook ./bot/github` explores further.
 func FuzzParseWebhook(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "fixtures", "webhooks", "github", "*.json"))
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no recorded GitHub payloads: %v", err)
-	}
-	for _, file := range files {
-		body, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		event, _, _ := strings.Cut(filepath.Base(file), ".")
-		f.Add(event, body)
-	}
+	hostfake.RecordedPayloads(f, "github", func(name string) string { return name })
 	for _, seed := range []struct{ event, body string }{
 		{"issue_comment", `{"action":"created"}`}, // nil issue: panicked
 		{"issue_comment", `{"action":"created","issue":{"pull_request":{}}}`},

@@ -2,14 +2,12 @@ package gitlab_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/gitlab"
 	"github.com/driftpreview/driftpreview/bot/gitlab/gitlabtest"
+	"github.com/driftpreview/driftpreview/bot/internal/hostfake"
 )
 
 // FuzzParseWebhook feeds authenticated deliveries to ParseWebhook: whatever the
@@ -18,19 +16,8 @@ import (
 // fixtures/webhooks/gitlab plus hand-made edge cases; `make test` runs it, `go test
 // -fuzz FuzzParseWebhook ./bot/gitlab` explores further.
 func FuzzParseWebhook(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "fixtures", "webhooks", "gitlab", "*.json"))
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no recorded GitLab payloads: %v", err)
-	}
 	events := map[string]string{"merge_request": "Merge Request Hook", "note": "Note Hook"}
-	for _, file := range files {
-		body, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		name, _, _ := strings.Cut(filepath.Base(file), ".")
-		f.Add(events[name], body)
-	}
+	hostfake.RecordedPayloads(f, "gitlab", func(name string) string { return events[name] })
 	for _, seed := range []struct{ event, body string }{
 		{"Note Hook", `{"object_attributes":{"noteable_type":"MergeRequest","note":"/driftpreview rerun"}}`},
 		{"Note Hook", `{"object_attributes":{"noteable_type":"MergeRequest","note":"/driftpreview rerun"},"merge_request":{}}`},

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,4 +231,25 @@ func (s *Sleeps) Got() []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]time.Duration(nil), s.d...)
+}
+
+// RecordedPayloads adds to f every recorded webhook payload of host under
+// fixtures/webhooks/<host> (relative to a package two levels below the module
+// root, as bot/github and bot/gitlab are), with the event name event returns for
+// the file's base name without extension ("pull_request", "note"…). It fails
+// the fuzz test when there is none.
+func RecordedPayloads(f *testing.F, host string, event func(name string) string) {
+	f.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "fixtures", "webhooks", host, "*.json"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no recorded %s payloads: %v", host, err)
+	}
+	for _, file := range files {
+		body, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		name, _, _ := strings.Cut(filepath.Base(file), ".")
+		f.Add(event(name), body)
+	}
 }
