@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/render"
 	"github.com/driftpreview/driftpreview/render/remote"
+	"github.com/driftpreview/driftpreview/render/remote/oci/ocitest"
 	"github.com/driftpreview/driftpreview/render/remote/remotetest"
 )
 
@@ -156,5 +157,51 @@ func TestUnvendoredDependencyFetched(t *testing.T) {
 	_, err = render.Render(t.Context(), root, "other", opts)
 	if reason, ok := render.IsUnavailable(err); !ok || !strings.Contains(reason, "other/Chart.yaml") || !strings.Contains(reason, "not supported") {
 		t.Errorf("@alias dependency: %v", err)
+	}
+}
+
+// TestRemoteOCIHelmRepositoryChart renders the chart of a Flux HelmRelease
+// whose sourceRef is a HelmRepository of spec.type oci: the chart is
+// <url>/<chart> in the registry (pushed with Helm's registry client), its
+// version resolved against the tags as source-controller's OCIChartRepository
+// does (exact tag, else the highest semver match, "" the latest stable).
+func TestRemoteOCIHelmRepositoryChart(t *testing.T) {
+	reg := ocitest.Start(t)
+	for _, v := range []string{"1.0.0", "1.2.0", "2.0.0", "3.0.0-rc.1"} {
+		reg.PushChart(t, "charts", ocitest.Chart(t, "podinfo", v, map[string]string{
+			"values.yaml":       "replicas: 1\n",
+			"ci/prod.yaml":      "replicas: 3\n",
+			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  version: " + v + "\n  replicas: {{ .Values.replicas | quote }}\n",
+		}))
+	}
+	root := checkout(t, map[string]string{"apps/podinfo/release.yaml": "kind: HelmRelease\n"})
+	opts := render.DefaultOptions()
+	opts.Helm.ReleaseName = "web"
+	opts.Helm.ValuesFiles = []string{"ci/prod.yaml"}
+	opts.Remote = fetcher(t, "oci://"+reg.Host()+"/charts")
+	for _, tc := range []struct{ version, want string }{{"1.0.0", "1.0.0"}, {"1.x", "1.2.0"}, {"", "2.0.0"}, {">=3.0.0-0", "3.0.0-rc.1"}} {
+		o := opts
+		o.Helm.Chart = &render.RemoteChart{RepoURL: reg.URL("charts"), Name: "podinfo", Version: tc.version}
+		set, err := render.Render(t.Context(), root, "apps/podinfo", o)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.version, err)
+		}
+		cm := set.Objects[0].Obj.Object["data"].(map[string]any)
+		if cm["version"] != tc.want || cm["replicas"] != "3" {
+			t.Errorf("%q: rendered %v, want version %s and replicas 3", tc.version, cm, tc.want)
+		}
+		if len(set.Charts) != 1 || set.Charts[0].Version != tc.want {
+			t.Errorf("%q: resolved %+v", tc.version, set.Charts)
+		}
+	}
+	o := opts
+	o.Helm.Chart = &render.RemoteChart{RepoURL: reg.URL("charts"), Name: "podinfo", Version: "9.x"}
+	if reason, ok := render.IsUnavailable(func() error { _, err := render.Render(t.Context(), root, "apps/podinfo", o); return err }()); !ok || !strings.Contains(reason, "not found") {
+		t.Errorf("9.x: %q %v", reason, ok)
+	}
+	o.Remote = fetcher(t, "oci://"+reg.Host()+"/other")
+	o.Helm.Chart.Version = "1.0.0"
+	if reason, ok := render.IsUnavailable(func() error { _, err := render.Render(t.Context(), root, "apps/podinfo", o); return err }()); !ok || !strings.Contains(reason, "refused by policy") {
+		t.Errorf("refused: %q %v", reason, ok)
 	}
 }

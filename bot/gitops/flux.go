@@ -547,16 +547,16 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 			opts.Helm.ValuesFiles = append(opts.Helm.ValuesFiles, vf)
 		}
 	} else if vendored := "charts/" + path.Base(cs.Chart); !isChartDir(d.root, vendored) {
-		repoURL, ok := fx.httpHelmRepo(cs.SourceRef, srcNS, t.Cluster)
+		repoURL, ok := fx.chartRepo(cs.SourceRef, srcNS, t.Cluster)
 		if !ok {
 			return notRendered("source outside this repo: " + src.reason)
 		}
 		if why := d.remoteRefusal(repoURL); why != "" {
 			return notRendered(why)
 		}
-		// A chart from a Helm HTTP repository: fetched when rendered, if the
-		// remote policy allows the repository (else not rendered, with the
-		// reason). valuesFiles are files of the chart, as in Flux.
+		// A chart from a Helm HTTP or OCI repository: fetched when rendered,
+		// if the remote policy allows the repository (else not rendered, with
+		// the reason). valuesFiles are files of the chart, as in Flux.
 		t.Path = path.Dir(m.File)
 		opts.Helm.Chart = &render.RemoteChart{RepoURL: repoURL, Name: cs.Chart, Version: cs.Version}
 		for _, f := range cs.ValuesFiles {
@@ -649,9 +649,12 @@ func (fx *fluxIndex) helmChart(ref *fluxSourceRef, ns, cluster string) (*fluxCha
 	return nil, ""
 }
 
-// httpHelmRepo returns the URL of the HelmRepository ref names when it is a Helm
-// HTTP repository (spec.type default), the kind render/remote fetches.
-func (fx *fluxIndex) httpHelmRepo(ref fluxSourceRef, ns, cluster string) (string, bool) {
+// chartRepo returns the URL of the HelmRepository ref names when render/remote
+// can fetch its charts: a Helm HTTP repository (spec.type default, an http(s)
+// URL) or an OCI one (spec.type oci, an oci:// URL, which source-controller
+// requires of that type; its charts are <url>/<chart>:<version>, the version
+// resolved against the tags as OCIChartRepository.GetChartVersion does).
+func (fx *fluxIndex) chartRepo(ref fluxSourceRef, ns, cluster string) (string, bool) {
 	if ref.Kind != "HelmRepository" {
 		return "", false
 	}
@@ -662,10 +665,13 @@ func (fx *fluxIndex) httpHelmRepo(ref fluxSourceRef, ns, cluster string) (string
 		if url == "" {
 			continue
 		}
-		if fx.helmRepoTypes[k] != "default" || !(strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://")) {
-			return "", false
+		switch fx.helmRepoTypes[k] {
+		case "default":
+			return url, strings.HasPrefix(url, "https://") || strings.HasPrefix(url, "http://")
+		case "oci":
+			return url, strings.HasPrefix(url, "oci://")
 		}
-		return url, true
+		return "", false
 	}
 	return "", false
 }

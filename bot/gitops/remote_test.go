@@ -128,9 +128,11 @@ func TestDiscoverRemoteCharts(t *testing.T) {
 		strings.Join(byref.Render.Helm.ValuesFiles, ",") != "values-prod.yaml" {
 		t.Errorf("chartRef HelmChart target: %+v", byref)
 	}
-	// An OCI HelmRepository is not a Helm HTTP repository.
-	if oci := targetByName(res.NotRendered, "ocirel"); oci == nil || !strings.Contains(oci.Skip, "oci://ghcr.io") {
-		t.Errorf("OCI HelmRepository: %+v", oci)
+	// An OCI HelmRepository (spec.type oci): its chart is <url>/<chart>,
+	// fetched from the registry when rendered.
+	if oci := targetByName(res.Targets, "ocirel"); oci == nil || oci.Render.Helm.Chart == nil ||
+		*oci.Render.Helm.Chart != (render.RemoteChart{RepoURL: "oci://ghcr.io/stefanprodan/charts", Name: "podinfo"}) {
+		t.Errorf("OCI HelmRepository: %+v (not rendered %v)", oci, res.NotRendered)
 	}
 	// Argo CD: chart + targetRevision, a chart values file and a $values file of this repo.
 	app := targetByName(res.Targets, "redis")
@@ -151,7 +153,7 @@ func TestDiscoverRemoteCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"podinfo", "byref", "redis"} {
+	for _, name := range []string{"podinfo", "byref", "redis", "ocirel"} {
 		nr := targetByName(res.NotRendered, name)
 		if nr == nil || !strings.Contains(nr.Skip, "refused by policy") {
 			t.Errorf("%s with a refusing policy: %+v", name, nr)
