@@ -1,6 +1,9 @@
 package bot
 
-import "time"
+import (
+	"net/http"
+	"time"
+)
 
 // PR identifies one pull request (GitHub) or merge request (GitLab) in host-neutral
 // terms; only the adapters know how each host spells these.
@@ -66,4 +69,29 @@ type Status struct {
 	Text       string // markdown detail; adapters truncate to their host's limit
 	DetailsURL string
 	StartedAt  time.Time
+}
+
+// FetchSpec is how git fetches a PR's commits from its host; each adapter fills it
+// with what only it knows (clone URL, credentials, ref names, web URL shapes).
+type FetchSpec struct {
+	// URL is the repository's clone URL.
+	URL string
+	// Header is what git must send (via GIT_CONFIG_* http.extraHeader, never written
+	// to disk); nil for a file:// URL. It holds a live credential: never log it.
+	Header http.Header
+	// Refs carry the PR's commits when a server refuses to send commits by SHA: the
+	// host's ref of the PR's head (refs/pull/N/head, refs/merge-requests/N/head),
+	// then the base branch when known.
+	Refs []string
+	// WebURL is the repository's web URL taken from the PR's URL, so controller
+	// objects that name the repository by it are recognised; empty when unknown.
+	WebURL string
+}
+
+// BaseBranchRef is the ref of pr's base branch, or "" when the host did not say.
+func (pr PR) BaseBranchRef() string {
+	if pr.BaseRef == "" {
+		return ""
+	}
+	return "refs/heads/" + pr.BaseRef
 }

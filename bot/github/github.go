@@ -61,17 +61,21 @@ type Options struct {
 	BotLogin string
 	// Now is the clock for check run timestamps.
 	Now func() time.Time
+	// MaxCommentChars is the size of one comment page, MaxCommentLength by default
+	// (smaller in tests of pagination).
+	MaxCommentChars int
 }
 
 // DefaultOptions gives github.com URLs, the default retry policy and the
 // "driftpreview" check name; the App identity and secrets must still be set.
 func DefaultOptions() Options {
 	return Options{
-		APIURL:    "https://api.github.com/",
-		WebURL:    "https://github.com",
-		Retry:     hostretry.DefaultOptions(),
-		CheckName: "driftpreview",
-		Now:       time.Now,
+		APIURL:          "https://api.github.com/",
+		WebURL:          "https://github.com",
+		Retry:           hostretry.DefaultOptions(),
+		CheckName:       "driftpreview",
+		Now:             time.Now,
+		MaxCommentChars: MaxCommentLength,
 	}
 }
 
@@ -121,6 +125,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = def.Now
+	}
+	if opts.MaxCommentChars <= 0 {
+		opts.MaxCommentChars = def.MaxCommentChars
 	}
 	if opts.Token != "" {
 		return newToken(opts)
@@ -274,6 +281,33 @@ func (c *Client) CloneAuth(ctx context.Context, pr bot.PR) (string, http.Header,
 	h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok)))
 	return cloneURL, h, nil
 }
+
+// FetchSpec is CloneAuth plus GitHub's ref of the PR's head (refs/pull/N/head,
+// which also carries a fork's head), the base branch, and the repository's web URL
+// cut from the PR's (https://github.com/OWNER/NAME/pull/N).
+func (c *Client) FetchSpec(ctx context.Context, pr bot.PR) (bot.FetchSpec, error) {
+	u, h, err := c.CloneAuth(ctx, pr)
+	if err != nil {
+		return bot.FetchSpec{}, err
+	}
+	refs := []string{fmt.Sprintf("refs/pull/%d/head", pr.Number)}
+	if r := pr.BaseBranchRef(); r != "" {
+		refs = append(refs, r)
+	}
+	return bot.FetchSpec{URL: u, Header: h, Refs: refs, WebURL: RepoWebURL(pr.URL)}, nil
+}
+
+// RepoWebURL is the repository part of a pull request's web URL
+// (https://github.com/acme/shop/pull/7 → https://github.com/acme/shop), or "".
+func RepoWebURL(prURL string) string {
+	if i := strings.LastIndex(prURL, "/pull/"); i > 0 {
+		return prURL[:i]
+	}
+	return ""
+}
+
+// MaxCommentChars is the size limit of one comment page (Options.MaxCommentChars).
+func (c *Client) MaxCommentChars() int { return c.opts.MaxCommentChars }
 
 // CanRerun reports whether user may ask for a re-run on pr's repository: GitHub's
 // permission must be write or admin (maintain reports as write). Someone who is not

@@ -622,3 +622,34 @@ func TestUpsertCommentReconcilesLateStickyOfOlderHead(t *testing.T) {
 		t.Errorf("bot comments after the race (-want +got):\n%s", diff)
 	}
 }
+
+// TestFetchSpec: GitHub's PR head ref, the base branch and the repository's web URL
+// cut from the PR's come from the adapter, not from the job.
+func TestFetchSpec(t *testing.T) {
+	srv := githubtest.New(t)
+	c, _ := newClient(t, srv)
+	pr := ghPR()
+	pr.BaseRef, pr.URL = "main", "https://github.example.com/acme/gitops/pull/17"
+	spec, err := c.FetchSpec(context.Background(), pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Header.Get("Authorization") == "" {
+		t.Error("FetchSpec has no Authorization header")
+	}
+	spec.Header = nil
+	want := bot.FetchSpec{URL: "https://github.example.com/acme/gitops.git", Refs: []string{"refs/pull/17/head", "refs/heads/main"},
+		WebURL: "https://github.example.com/acme/gitops"}
+	if diff := cmp.Diff(want, spec); diff != "" {
+		t.Errorf("FetchSpec (-want +got):\n%s", diff)
+	}
+	if n := c.MaxCommentChars(); n != github.MaxCommentLength {
+		t.Errorf("MaxCommentChars = %d, want %d", n, github.MaxCommentLength)
+	}
+	for in, want := range map[string]string{"https://github.com/acme/shop/pull/7": "https://github.com/acme/shop", "": "",
+		"https://gitlab.example.com/g/shop/-/merge_requests/3": ""} {
+		if got := github.RepoWebURL(in); got != want {
+			t.Errorf("RepoWebURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -51,12 +51,14 @@ type Options struct {
 	Retry hostretry.Options
 	// StatusName is the commit status name, "driftpreview" by default.
 	StatusName string
+	// MaxCommentChars is the size of one comment page, MaxCommentLength by default.
+	MaxCommentChars int
 }
 
 // DefaultOptions gives gitlab.com, the default retry policy and the "driftpreview"
 // status name; Token and WebhookSecret must still be set.
 func DefaultOptions() Options {
-	return Options{URL: "https://gitlab.com", Retry: hostretry.DefaultOptions(), StatusName: "driftpreview"}
+	return Options{URL: "https://gitlab.com", Retry: hostretry.DefaultOptions(), StatusName: "driftpreview", MaxCommentChars: MaxCommentLength}
 }
 
 // String describes the options without the token or webhook secret.
@@ -86,6 +88,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.StatusName == "" {
 		opts.StatusName = def.StatusName
+	}
+	if opts.MaxCommentChars <= 0 {
+		opts.MaxCommentChars = def.MaxCommentChars
 	}
 	opts.URL = strings.TrimSuffix(opts.URL, "/")
 	if opts.PostOnly {
@@ -163,6 +168,35 @@ func (c *Client) CloneAuth(ctx context.Context, pr bot.PR) (string, http.Header,
 	h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("oauth2:"+c.opts.Token)))
 	return cloneURL, h, nil
 }
+
+// FetchSpec is CloneAuth plus GitLab's ref of the merge request's head
+// (refs/merge-requests/N/head, which also carries a fork's head), the base branch,
+// and the project's web URL cut from the merge request's
+// (https://gitlab.example.com/GROUP/PROJECT/-/merge_requests/N).
+func (c *Client) FetchSpec(ctx context.Context, pr bot.PR) (bot.FetchSpec, error) {
+	u, h, err := c.CloneAuth(ctx, pr)
+	if err != nil {
+		return bot.FetchSpec{}, err
+	}
+	refs := []string{fmt.Sprintf("refs/merge-requests/%d/head", pr.Number)}
+	if r := pr.BaseBranchRef(); r != "" {
+		refs = append(refs, r)
+	}
+	return bot.FetchSpec{URL: u, Header: h, Refs: refs, WebURL: RepoWebURL(pr.URL)}, nil
+}
+
+// RepoWebURL is the project part of a merge request's web URL
+// (https://gitlab.example.com/g/sub/shop/-/merge_requests/3 →
+// https://gitlab.example.com/g/sub/shop), or "".
+func RepoWebURL(mrURL string) string {
+	if i := strings.LastIndex(mrURL, "/-/merge_requests/"); i > 0 {
+		return mrURL[:i]
+	}
+	return ""
+}
+
+// MaxCommentChars is the size limit of one comment page (Options.MaxCommentChars).
+func (c *Client) MaxCommentChars() int { return c.opts.MaxCommentChars }
 
 // CanRerun reports whether user (a username) has at least Developer access to pr's
 // project, inherited memberships included. Unknown users and non-members get false.

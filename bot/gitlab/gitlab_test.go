@@ -398,3 +398,34 @@ func TestUpsertCommentReconcilesLateStickyOfOlderHead(t *testing.T) {
 		t.Errorf("notes after the race (-want +got):\n%s", diff)
 	}
 }
+
+// TestFetchSpec: GitLab's merge request head ref, the base branch and the
+// project's web URL cut from the merge request's come from the adapter.
+func TestFetchSpec(t *testing.T) {
+	srv := gitlabtest.New(t)
+	c, _ := newClient(t, srv)
+	pr := mrPR()
+	pr.BaseRef, pr.URL = "main", "https://gitlab.example.com/acme/platform/gitops/-/merge_requests/5"
+	spec, err := c.FetchSpec(context.Background(), pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Header.Get("Authorization") == "" {
+		t.Error("FetchSpec has no Authorization header")
+	}
+	spec.Header = nil
+	want := bot.FetchSpec{URL: srv.URL() + "/acme/platform/gitops.git", Refs: []string{"refs/merge-requests/5/head", "refs/heads/main"},
+		WebURL: "https://gitlab.example.com/acme/platform/gitops"}
+	if diff := cmp.Diff(want, spec); diff != "" {
+		t.Errorf("FetchSpec (-want +got):\n%s", diff)
+	}
+	if n := c.MaxCommentChars(); n != gitlab.MaxCommentLength {
+		t.Errorf("MaxCommentChars = %d, want %d", n, gitlab.MaxCommentLength)
+	}
+	for in, want := range map[string]string{"https://gitlab.example.com/g/sub/shop/-/merge_requests/3": "https://gitlab.example.com/g/sub/shop",
+		"": "", "https://github.com/acme/shop/pull/7": ""} {
+		if got := gitlab.RepoWebURL(in); got != want {
+			t.Errorf("RepoWebURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -51,9 +50,11 @@ func (h *crashingHost) SetStatus(_ context.Context, pr bot.PR, s bot.Status) err
 	return nil
 }
 
-func (h *crashingHost) CloneAuth(context.Context, bot.PR) (string, http.Header, error) {
+func (h *crashingHost) FetchSpec(context.Context, bot.PR) (bot.FetchSpec, error) {
 	panic("crashingHost: the job stops here")
 }
+
+func (h *crashingHost) MaxCommentChars() int { return 65536 }
 
 func (h *crashingHost) got() []bot.Status {
 	h.mu.Lock()

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -25,6 +23,8 @@ import (
 )
 
 // Host is what a job needs from a host adapter (*github.Client, *gitlab.Client).
+// Everything that differs between hosts (ref names, URL shapes, size limits) is
+// data the adapter hands over; jobs never branches on bot.PR.Host.
 type Host interface {
 	// ResolvePR fills SHAs and refs; a re-run comment carries none.
 	ResolvePR(ctx context.Context, pr bot.PR) (bot.PR, error)
@@ -32,8 +32,10 @@ type Host interface {
 	CanRerun(ctx context.Context, pr bot.PR, user string) (bool, error)
 	UpsertComment(ctx context.Context, pr bot.PR, key string, pages []string) error
 	SetStatus(ctx context.Context, pr bot.PR, s bot.Status) error
-	// CloneAuth gives the URL to fetch from and the header git must send.
-	CloneAuth(ctx context.Context, pr bot.PR) (cloneURL string, header http.Header, err error)
+	// FetchSpec says where and how git fetches pr's commits.
+	FetchSpec(ctx context.Context, pr bot.PR) (bot.FetchSpec, error)
+	// MaxCommentChars is the size limit of one comment page.
+	MaxCommentChars() int
 }
 
 // Previewer runs the preview pipeline; preview.Run in production.
@@ -105,27 +107,20 @@ type Options struct {
 	// ArgoClusters, when not nil, are Argo CD's clusters for the ApplicationSet
 	// clusters generator (the server config's argocd.clusters).
 	ArgoClusters []gitops.ArgoCluster
-	// MaxChars is each host's comment size limit, by bot.PR.Host.
-	MaxChars map[string]int
 	// Report is the base of the comment options; MaxChars is set per host.
 	Report report.Options
-	// PRRefs is, per host, the format of a PR's head ref (with %d for its number),
-	// fetched when a server refuses to send commits by SHA.
-	PRRefs map[string]string
 	// StatusTimeout bounds the final status call made after the job's context ended.
 	StatusTimeout time.Duration
 	Logger        *slog.Logger
 	Now           func() time.Time
 }
 
-// DefaultOptions: fork PRs off, GitHub's 65536 and GitLab's 1000000 comment limits.
+// DefaultOptions: fork PRs off, the re-run hint in comments.
 func DefaultOptions() Options {
 	ro := report.DefaultOptions()
 	ro.RerunHint = "Comment `/driftpreview rerun` to refresh against the live cluster."
 	return Options{
-		MaxChars:      map[string]int{"github": 65536, "gitlab": 1000000},
 		Report:        ro,
-		PRRefs:        map[string]string{"github": "refs/pull/%d/head", "gitlab": "refs/merge-requests/%d/head"},
 		StatusTimeout: 30 * time.Second,
 		Logger:        slog.New(slog.DiscardHandler),
 		Now:           time.Now,
@@ -148,12 +143,6 @@ type Worker struct {
 // NewWorker builds a Worker. hosts is keyed by bot.PR.Host; obs may be nil.
 func NewWorker(hosts map[string]Host, p Previewer, m *Mirror, heads Store, obs Observer, opts Options) *Worker {
 	def := DefaultOptions()
-	if opts.MaxChars == nil {
-		opts.MaxChars = def.MaxChars
-	}
-	if opts.PRRefs == nil {
-		opts.PRRefs = def.PRRefs
-	}
 	if opts.StatusTimeout <= 0 {
 		opts.StatusTimeout = def.StatusTimeout
 	}
@@ -278,7 +267,7 @@ func (j *run) do(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	pages := j.w.opts.CommentPages(rep, j.pr)
+	pages := j.w.opts.CommentPages(rep, j.pr, host.MaxCommentChars())
 	state, outcome := checkState(rep)
 
 	// Post under the PR's lock, after checking no newer head took over, so an
@@ -308,12 +297,12 @@ func (j *run) do(ctx context.Context) (string, error) {
 }
 
 // CommentPages renders rep as the pages of pr's sticky comment with o.Report, each
-// sized for pr's host (o.MaxChars) with room for the hidden head marker line the
+// sized for its host's limit maxChars with room for the hidden head marker line the
 // adapters add to every page (hosttext.HeadMarker), so no page gets truncated. The
 // worker and `driftpreview comment` both post these.
-func (o Options) CommentPages(rep *diffing.Report, pr bot.PR) []string {
+func (o Options) CommentPages(rep *diffing.Report, pr bot.PR, maxChars int) []string {
 	opts := o.Report
-	if n := o.MaxChars[pr.Host]; n > 0 {
+	if n := maxChars; n > 0 {
 		opts.MaxChars = n - len(hosttext.HeadMarker(pr.HeadSHA)) - 1
 	}
 	return report.Pages(rep, opts)
@@ -342,26 +331,19 @@ func checkState(rep *diffing.Report) (bot.State, string) {
 
 // render fetches both commits into the mirror and runs the preview.
 func (j *run) render(ctx context.Context) (*diffing.Report, error) {
-	cloneURL, header, err := j.host.CloneAuth(ctx, j.pr)
+	spec, err := j.host.FetchSpec(ctx, j.pr)
 	if err != nil {
 		return nil, fmt.Errorf("getting clone credentials: %w", err)
 	}
-	var refs []string
-	if f, ok := j.w.opts.PRRefs[j.pr.Host]; ok {
-		refs = append(refs, fmt.Sprintf(f, j.pr.Number))
-	}
-	if j.pr.BaseRef != "" {
-		refs = append(refs, "refs/heads/"+j.pr.BaseRef)
-	}
 	dir, err := j.w.mirror.Fetch(ctx, FetchRequest{
-		Host: j.pr.Host, Repo: j.pr.Repo, URL: cloneURL, Header: header,
-		SHAs: []string{j.pr.BaseSHA, j.pr.HeadSHA}, Refs: refs,
+		Host: j.pr.Host, Repo: j.pr.Repo, URL: spec.URL, Header: spec.Header,
+		SHAs: []string{j.pr.BaseSHA, j.pr.HeadSHA}, Refs: spec.Refs,
 	})
 	if err != nil {
 		return nil, err
 	}
 	rep, err := j.w.preview.Preview(ctx, preview.Request{
-		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, BaseBranch: j.pr.BaseRef, RepoURLs: repoURLs(cloneURL, j.pr.URL),
+		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, BaseBranch: j.pr.BaseRef, RepoURLs: repoURLs(spec.URL, spec.WebURL),
 		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster, ArgoCDCluster: j.w.opts.ArgoCDCluster, ArgoClusters: j.w.opts.ArgoClusters,
 		Remote: j.w.opts.Remote, Now: j.w.opts.Now(),
 	})
@@ -374,20 +356,18 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 	return rep, nil
 }
 
-// repoURLs are the URLs that name the PR's repository, so Argo CD Applications and
-// Flux GitRepositories that point at it are recognised (the mirror has no origin
+// repoURLs are the URLs that name the PR's repository (its clone URL and the web
+// URL the adapter cut from the PR's), so Argo CD Applications and Flux
+// GitRepositories that point at it are recognised (the mirror has no origin
 // remote). Credentials are never part of them.
-func repoURLs(cloneURL, prURL string) []string {
+func repoURLs(cloneURL, webURL string) []string {
 	var urls []string
 	if u, err := url.Parse(cloneURL); err == nil && u.Scheme != "file" {
 		u.User = nil
 		urls = append(urls, u.String())
 	}
-	for _, sep := range []string{"/-/merge_requests/", "/pull/"} {
-		if i := strings.LastIndex(prURL, sep); i > 0 {
-			urls = append(urls, prURL[:i])
-			break
-		}
+	if webURL != "" {
+		urls = append(urls, webURL)
 	}
 	return urls
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,8 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"github.com/driftpreview/driftpreview/bot"
 )
 
 // Drivers the queue supports.
@@ -477,6 +480,31 @@ func (q *Queue) CancelTagged(ctx context.Context, tag string, cancel func(*river
 		ids = append(ids, job.ID)
 	}
 	return ids, nil
+}
+
+// CancelPR cancels every unfinished job carrying tag, the tag of one pull
+// request's jobs (a close). It returns the IDs it cancelled.
+func (q *Queue) CancelPR(ctx context.Context, tag string) ([]int64, error) {
+	return q.CancelTagged(ctx, tag, nil)
+}
+
+// prArgs is the part of a job's arguments Supersede reads: every job that carries
+// a pull request stores it as "pr" (jobs.Args).
+type prArgs struct {
+	PR bot.PR `json:"pr"`
+}
+
+// Supersede cancels every unfinished job carrying tag whose pull request is at
+// other commits than base..head (a push moved the PR on), and returns their IDs.
+// Jobs for base..head itself, and rows that do not decode, are left alone.
+func (q *Queue) Supersede(ctx context.Context, tag, base, head string) ([]int64, error) {
+	return q.CancelTagged(ctx, tag, func(row *rivertype.JobRow) bool {
+		var a prArgs
+		if json.Unmarshal(row.EncodedArgs, &a) != nil {
+			return false
+		}
+		return a.PR.HeadSHA != head || a.PR.BaseSHA != base
+	})
 }
 
 // Job returns one job, for tests and diagnostics.

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/queue/queuetest"
 )
@@ -292,5 +293,65 @@ func TestClaimOrphans(t *testing.T) {
 				t.Errorf("claim after a new attempt (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// prJobArgs stores a pull request as "pr", as jobs.Args does.
+type prJobArgs struct {
+	PR  bot.PR `json:"pr"`
+	Tag string `json:"tag"`
+}
+
+func (prJobArgs) Kind() string { return "test_pr_job" }
+
+func (a prJobArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Tags: []string{a.Tag}, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+type noopPRWorker struct {
+	river.WorkerDefaults[prJobArgs]
+}
+
+func (noopPRWorker) Work(context.Context, *river.Job[prJobArgs]) error { return nil }
+
+// TestSupersede: a push cancels the PR's jobs at other commits, keeps the ones at
+// the new base..head and leaves other PRs alone; CancelPR cancels the rest.
+func TestSupersede(t *testing.T) {
+	ctx := context.Background()
+	opts := queue.DefaultOptions()
+	opts.DSN = filepath.Join(t.TempDir(), "queue.db")
+	workers := river.NewWorkers()
+	river.AddWorker(workers, noopPRWorker{})
+	opts.Workers = workers
+	q, err := queue.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Close)
+	var ids []int64
+	for _, a := range []prJobArgs{
+		{bot.PR{BaseSHA: "b1", HeadSHA: "h1"}, "pr-1"},
+		{bot.PR{BaseSHA: "b1", HeadSHA: "h2"}, "pr-1"},
+		{bot.PR{BaseSHA: "b2", HeadSHA: "h2"}, "pr-1"},
+		{bot.PR{BaseSHA: "b1", HeadSHA: "h1"}, "pr-2"},
+	} {
+		id, _, err := q.Insert(ctx, a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	got, err := q.Supersede(ctx, "pr-1", "b1", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{ids[0], ids[2]}, got); diff != "" {
+		t.Errorf("Supersede (-want +got):\n%s", diff)
+	}
+	if got, err = q.CancelPR(ctx, "pr-1"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{ids[1]}, got); diff != "" {
+		t.Errorf("CancelPR (-want +got):\n%s", diff)
 	}
 }

@@ -93,9 +93,15 @@ func (f *fakeHost) SetStatus(_ context.Context, pr bot.PR, s bot.Status) error {
 	return nil
 }
 
-func (f *fakeHost) CloneAuth(context.Context, bot.PR) (string, http.Header, error) {
-	return f.cloneURL, nil, nil
+func (f *fakeHost) FetchSpec(_ context.Context, pr bot.PR) (bot.FetchSpec, error) {
+	refs := []string{fmt.Sprintf("refs/pull/%d/head", pr.Number)}
+	if r := pr.BaseBranchRef(); r != "" {
+		refs = append(refs, r)
+	}
+	return bot.FetchSpec{URL: f.cloneURL, Refs: refs}, nil
 }
+
+func (f *fakeHost) MaxCommentChars() int { return 65536 }
 
 func (f *fakeHost) Statuses() []statusCall {
 	f.mu.Lock()

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/jobs"
@@ -48,7 +47,8 @@ type Queue interface {
 	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (int64, bool, error)
 	SetHead(ctx context.Context, pr, sha, state string) error
 	SetState(ctx context.Context, pr, state string) error
-	CancelTagged(ctx context.Context, tag string, cancel func(*rivertype.JobRow) bool) ([]int64, error)
+	CancelPR(ctx context.Context, tag string) ([]int64, error)
+	Supersede(ctx context.Context, tag, base, head string) ([]int64, error)
 }
 
 // HandlerOptions configures the HTTP handler.
@@ -284,7 +284,7 @@ func (h *Handler) enqueue(ctx context.Context, ev bot.Event, log *slog.Logger) (
 		if err := h.queue.SetState(ctx, key, queue.PRClosed); err != nil {
 			return "", 0, response{}, err
 		}
-		ids, err := h.queue.CancelTagged(ctx, tag, nil)
+		ids, err := h.queue.CancelPR(ctx, tag)
 		if err != nil {
 			return "", 0, response{}, err
 		}
@@ -294,13 +294,7 @@ func (h *Handler) enqueue(ctx context.Context, ev bot.Event, log *slog.Logger) (
 		if err := h.queue.SetHead(ctx, key, ev.PR.HeadSHA, queue.PROpen); err != nil {
 			return "", 0, response{}, err
 		}
-		ids, err := h.queue.CancelTagged(ctx, tag, func(row *rivertype.JobRow) bool {
-			var a jobs.Args
-			if json.Unmarshal(row.EncodedArgs, &a) != nil {
-				return false
-			}
-			return a.PR.HeadSHA != ev.PR.HeadSHA || a.PR.BaseSHA != ev.PR.BaseSHA
-		})
+		ids, err := h.queue.Supersede(ctx, tag, ev.PR.BaseSHA, ev.PR.HeadSHA)
 		if err != nil {
 			return "", 0, response{}, err
 		}

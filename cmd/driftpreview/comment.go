@@ -136,7 +136,7 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	jo := jobs.DefaultOptions()
 	jo.Report.RerunHint = "Re-run the CI job to refresh against the live cluster."
-	pages := jo.CommentPages(rep, env.pr)
+	pages := jo.CommentPages(rep, env.pr, commentLimit(env.host))
 	fmt.Fprint(stdout, strings.Join(pages, "\n"))
 	if env.summary != "" {
 		if err := appendSummary(env.summary, pages); err != nil {
@@ -346,6 +346,14 @@ func gitlabEnv(getenv func(string) string) (*ciEnv, error) {
 		return nil, errors.New(msg)
 	}
 	return env, nil
+}
+
+// commentLimit is the comment size limit of host (github or gitlab).
+func commentLimit(host string) int {
+	if host == "gitlab" {
+		return gitlab.MaxCommentLength
+	}
+	return github.MaxCommentLength
 }
 
 // newCommentHost builds the bot's adapter for env, authenticated with its token.

@@ -308,7 +308,7 @@ func checkRunStates(calls []githubtest.Call) []string {
 	return out
 }
 
-func newGitHub(t *testing.T, r *repo) (*githubtest.Server, *github.Client, *int) {
+func newGitHub(t *testing.T, r *repo, maxChars int) (*githubtest.Server, *github.Client, *int) {
 	t.Helper()
 	fake := githubtest.New(t)
 	front, fetches := gitFront(t, r.root, "", func(a string) bool {
@@ -320,6 +320,7 @@ func newGitHub(t *testing.T, r *repo) (*githubtest.Server, *github.Client, *int)
 	o.APIURL, o.WebURL = fake.URL(), front
 	o.BotLogin = fake.BotLogin
 	o.Retry = hostretry.DefaultOptions()
+	o.MaxCommentChars = maxChars
 	c, err := github.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -368,16 +369,12 @@ func TestGitHubEndToEnd(t *testing.T) {
 			ns := fmt.Sprintf("e2e-gh-%d", tt.number)
 			r := newRepo(t, ns, nil)
 			liveDrift(t, ns)
-			fake, client, fetches := newGitHub(t, r)
+			fake, client, fetches := newGitHub(t, r, tt.maxChars)
 			if tt.fail403 {
 				fake.FailNext(http.MethodPost, "/repos/acme/shop/check-runs", 1, http.StatusForbidden,
 					http.Header{"Retry-After": {"1"}, "Content-Type": {"application/json"}})
 			}
-			bot := startBot(t, map[string]server.Host{"github": client}, func(o *server.Options) {
-				if tt.maxChars > 0 {
-					o.Jobs.MaxChars = map[string]int{"github": tt.maxChars}
-				}
-			})
+			bot := startBot(t, map[string]server.Host{"github": client}, nil)
 			body := ghPayload(t, "opened", tt.number, r, tt.headRepo)
 			if code := bot.deliver(t, "github", githubtest.WebhookHeader("pull_request", fmt.Sprint("gh-", tt.number), []byte("wrong"), body), body); code != 401 {
 				t.Errorf("badly signed delivery: %d, want 401", code)
