@@ -559,7 +559,8 @@ func (p *pipeline) reader(cl *Cluster) (*live.Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to cluster %s: %w", cl.Name, err)
 	}
-	// The targets of one job share their LISTs (one per type and namespace),
+	// The targets of one job share their LISTs (one per type and namespace, or
+	// one cluster-wide per type once the job spans many namespaces),
 	// and the second read that judges the base (markPreExisting) sends none.
 	r.ShareLists()
 	p.readers[key] = r

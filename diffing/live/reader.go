@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"runtime"
@@ -51,21 +52,90 @@ type Reader struct {
 // ShareLists makes the Reader LIST each resource type in each namespace once
 // and answer later reads (of other targets, or of the same target again) from
 // that result: for the reads of one job, which then all see one snapshot of the
-// cluster. A failed LIST is not kept. Call it before the first Read.
-func (r *Reader) ShareLists() { r.lists = &listMemo{m: map[listKey]*listResult{}} }
+// cluster. A failed LIST is not kept. Once the job has read a type in more than
+// wideAfter namespaces, the next namespace is answered by one cluster-wide LIST
+// of the type, which answers every later namespace too (see listMemo.wideFor).
+// Call it before the first Read.
+func (r *Reader) ShareLists() {
+	r.lists = &listMemo{
+		m:          map[listKey]*listResult{},
+		wide:       map[schema.GroupVersionResource]*wideResult{},
+		namespaces: map[schema.GroupVersionResource]map[string]bool{},
+	}
+}
+
+// wideAfter is how many namespaces of one type a job reads with per-namespace
+// LISTs before it LISTs the type cluster-wide. A job whose targets span many
+// namespaces (one per application is common) then sends one LIST per type
+// instead of one per type and namespace: client-go's rate limit (QPS 50) made
+// 200 namespaces × 13 types take 52 s. A job of a few namespaces keeps reading
+// only those, however large the rest of the cluster is. Argo CD's cluster cache
+// lists every type cluster-wide the same way.
+const wideAfter = 4
+
+// wideMaxItems bounds a cluster-wide LIST: a type with more objects in the whole
+// cluster is read per namespace instead, so a cluster with many objects in
+// namespaces the job does not read never costs more memory than those reads.
+// A variable for tests.
+var wideMaxItems = 10000
+
+// errWideTooLarge stops a cluster-wide LIST that passes wideMaxItems.
+var errWideTooLarge = errors.New("too many objects for a cluster-wide LIST")
 
 // listMemo holds the LIST results of one Reader, one per type and namespace;
 // concurrent reads of the same LIST wait for the first.
 type listMemo struct {
-	mu     sync.Mutex
-	m      map[listKey]*listResult
-	issued atomic.Int64 // LISTs sent, for tests
+	mu sync.Mutex
+	m  map[listKey]*listResult
+	// wide holds the cluster-wide LIST of a type, once the job reads it in more
+	// than wideAfter namespaces; namespaces counts them until then.
+	wide       map[schema.GroupVersionResource]*wideResult
+	namespaces map[schema.GroupVersionResource]map[string]bool
+	issued     atomic.Int64 // LISTs sent, for tests
 }
 
 type listResult struct {
 	done  chan struct{}
 	items []*unstructured.Unstructured
 	err   error
+}
+
+// wideResult is one cluster-wide LIST, its items by namespace. When it failed
+// (forbidden: the identity may list only some namespaces; too large; any other
+// error) err is set and the reads fall back to per-namespace LISTs, whose
+// errors name the namespace.
+type wideResult struct {
+	done chan struct{}
+	byNS map[string][]*unstructured.Unstructured
+	err  error
+}
+
+// wideFor returns the cluster-wide LIST that answers type gvr in namespace ns,
+// or nil when ns is read per namespace. It counts the namespaces of gvr the job
+// reads, and starts the cluster-wide LIST (start is true: the caller sends it)
+// at the first namespace past wideAfter. A namespace already listed on its own
+// keeps that result, so one read of a target sees one LIST per namespace.
+func (m *listMemo) wideFor(gvr schema.GroupVersionResource, ns string) (w *wideResult, start bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.m[listKey{gvr: gvr, ns: ns}]; ok {
+		return nil, false
+	}
+	if w := m.wide[gvr]; w != nil {
+		return w, false
+	}
+	seen := m.namespaces[gvr]
+	if seen == nil {
+		seen = map[string]bool{}
+		m.namespaces[gvr] = seen
+	}
+	seen[ns] = true
+	if len(seen) <= wideAfter {
+		return nil, false
+	}
+	w = &wideResult{done: make(chan struct{})}
+	m.wide[gvr] = w
+	return w, true
 }
 
 // NewReader builds a Reader from a client configuration, typically the bot's
@@ -381,7 +451,24 @@ func compareStrings(a, b string) int {
 func (st *read) list(ctx context.Context, k listing) ([]*unstructured.Unstructured, error) {
 	memo := st.r.lists
 	if memo == nil {
-		return st.listOnce(ctx, k)
+		return st.listOnce(ctx, k, 0)
+	}
+	if k.ns != "" {
+		if w, start := memo.wideFor(k.res.gvr, k.ns); w != nil {
+			if start {
+				memo.issued.Add(1)
+				st.listWide(ctx, k.res, w)
+			}
+			select {
+			case <-w.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if w.err == nil {
+				return copyItems(w.byNS[k.ns]), nil
+			}
+			// Not readable cluster-wide: this namespace on its own, below.
+		}
 	}
 	key := listKey{gvr: k.res.gvr, ns: k.ns}
 	memo.mu.Lock()
@@ -393,7 +480,7 @@ func (st *read) list(ctx context.Context, k listing) ([]*unstructured.Unstructur
 	memo.mu.Unlock()
 	if !ok {
 		memo.issued.Add(1)
-		res.items, res.err = st.listOnce(ctx, k)
+		res.items, res.err = st.listOnce(ctx, k, 0)
 		if res.err != nil {
 			memo.mu.Lock()
 			delete(memo.m, key) // the next read tries again
@@ -415,16 +502,38 @@ func (st *read) list(ctx context.Context, k listing) ([]*unstructured.Unstructur
 	if res.err != nil {
 		return nil, res.err
 	}
-	out := make([]*unstructured.Unstructured, len(res.items))
-	for i, u := range res.items {
+	return copyItems(res.items), nil
+}
+
+// listWide sends the cluster-wide LIST of w and closes w.done. Any failure is
+// kept in w.err, and every namespace is then read on its own.
+func (st *read) listWide(ctx context.Context, res resource, w *wideResult) {
+	defer close(w.done)
+	items, err := st.listOnce(ctx, listing{res: res}, wideMaxItems)
+	if err != nil {
+		w.err = err
+		return
+	}
+	w.byNS = map[string][]*unstructured.Unstructured{}
+	for _, u := range items {
+		ns := u.GetNamespace()
+		w.byNS[ns] = append(w.byNS[ns], u)
+	}
+}
+
+// copyItems deep-copies shared LIST items for one read.
+func copyItems(items []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(items))
+	for i, u := range items {
 		out[i] = u.DeepCopy()
 	}
-	return out, nil
+	return out
 }
 
 // listOnce runs one logical LIST (paged). A type that vanished since discovery (404)
 // has no objects; any other failure names the resource, namespace and cluster.
-func (st *read) listOnce(ctx context.Context, k listing) ([]*unstructured.Unstructured, error) {
+// maxItems > 0 stops it with errWideTooLarge after that many items.
+func (st *read) listOnce(ctx context.Context, k listing, maxItems int) ([]*unstructured.Unstructured, error) {
 	var ri dynamic.ResourceInterface = st.r.dyn.Resource(k.res.gvr)
 	if k.ns != "" {
 		ri = st.r.dyn.Resource(k.res.gvr).Namespace(k.ns)
@@ -446,6 +555,9 @@ func (st *read) listOnce(ctx context.Context, k listing) ([]*unstructured.Unstru
 				u.SetGroupVersionKind(gvk)
 			}
 			out = append(out, u)
+		}
+		if maxItems > 0 && len(out) > maxItems {
+			return nil, errWideTooLarge
 		}
 		if l.GetContinue() == "" {
 			return out, nil
