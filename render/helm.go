@@ -40,27 +40,17 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 		return ObjectSet{}, err
 	}
 
-	vals := map[string]any{}
-	for _, vf := range opts.Helm.ValuesFiles {
-		if v, ok := opts.Helm.checkoutValues[vf]; ok {
-			vals = mergeValues(vals, copyValues(v))
-			continue
+	vals, err := valuesFiles(sb, opts.Helm)
+	if err != nil {
+		return ObjectSet{}, err
+	}
+	if opts.Helm.FluxValuesFiles {
+		// Flux: the merged valuesFiles are the chart's new values.yaml;
+		// the release's values go over them (helm-controller).
+		if fv := opts.Helm.ValuesFiles; !(len(fv) == 1 && path.Clean(fv[0]) == "values.yaml") && len(fv) > 0 {
+			ch.Values = vals
 		}
-		data, err := sb.readFile(vf)
-		if err != nil {
-			return ObjectSet{}, fmt.Errorf("reading values file: %w", err)
-		}
-		docs, err := DecodeYAML(data, vf)
-		if err != nil {
-			return ObjectSet{}, err
-		}
-		for _, d := range docs {
-			m, ok := d.Value.(map[string]any)
-			if !ok {
-				return ObjectSet{}, &Error{File: vf, Line: d.Line, Err: errors.New("a values file must be a YAML mapping")}
-			}
-			vals = mergeValues(vals, m)
-		}
+		vals = map[string]any{}
 	}
 	vals = mergeValues(vals, copyValues(opts.Helm.Values))
 
@@ -148,6 +138,42 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 	}
 	dropHooks(&set, isHelmHook, "Helm")
 	return set, nil
+}
+
+// valuesFiles merges the values files of h in order, as helm merges -f files
+// (and source-controller its valuesFiles); missing ones are skipped with
+// IgnoreMissingValuesFiles.
+func valuesFiles(sb *sandbox, h HelmOptions) (map[string]any, error) {
+	vals := map[string]any{}
+	for _, vf := range h.ValuesFiles {
+		if v, ok := h.checkoutValues[vf]; ok {
+			vals = mergeValues(vals, copyValues(v))
+			continue
+		}
+		if h.IgnoreMissingValuesFiles {
+			if c, err := cleanRel(vf); err == nil {
+				if _, err := sb.root.Stat(c); errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+			}
+		}
+		data, err := sb.readFile(vf)
+		if err != nil {
+			return nil, fmt.Errorf("reading values file: %w", err)
+		}
+		docs, err := DecodeYAML(data, vf)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			m, ok := d.Value.(map[string]any)
+			if !ok {
+				return nil, &Error{File: vf, Line: d.Line, Err: errors.New("a values file must be a YAML mapping")}
+			}
+			vals = mergeValues(vals, m)
+		}
+	}
+	return vals, nil
 }
 
 // chartPath maps a helm file name ("mychart/templates/x.yaml") to the file in the

@@ -104,6 +104,17 @@ type HelmOptions struct {
 	ReleaseName string
 	// ValuesFiles are relative to the checkout root.
 	ValuesFiles []string
+	// FluxValuesFiles gives ValuesFiles Flux's meaning instead of helm's -f:
+	// source-controller merges them (in order, "values.yaml" of a fetched
+	// chart standing for the chart's own) into a new default values.yaml that
+	// replaces the chart's (internal/helm/chart: mergeFileValues /
+	// mergeChartValues, OverwriteChartDefaultValues), so the chart's
+	// values.yaml counts only when listed; a list of just "values.yaml"
+	// changes nothing (BuildOptions.GetValuesFiles).
+	FluxValuesFiles bool `json:"fluxValuesFiles,omitempty"`
+	// IgnoreMissingValuesFiles skips values files that do not exist instead of
+	// failing (Flux's ignoreMissingValuesFiles, Argo CD's ignoreMissingValueFiles).
+	IgnoreMissingValuesFiles bool `json:"ignoreMissingValuesFiles,omitempty"`
 	// Values are merged over the values files, as helm's --set does.
 	Values   map[string]any
 	SkipCRDs bool

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,5 +204,80 @@ func TestRemoteOCIHelmRepositoryChart(t *testing.T) {
 	o.Helm.Chart.Version = "1.0.0"
 	if reason, ok := render.IsUnavailable(func() error { _, err := render.Render(t.Context(), root, "apps/podinfo", o); return err }()); !ok || !strings.Contains(reason, "refused by policy") {
 		t.Errorf("refused: %q %v", reason, ok)
+	}
+}
+
+// TestFluxValuesFilesReplaceChartValues: Flux's valuesFiles compose a new
+// default values.yaml that replaces the chart's own unless "values.yaml" is
+// listed (source-controller mergeChartValues / OverwriteChartDefaultValues);
+// a list of just values.yaml changes nothing; the release's values go over
+// them; ignoreMissingValuesFiles skips missing files, else a missing one fails.
+// helm's -f (Argo CD) layers the files over the chart's values.yaml instead.
+func TestFluxValuesFilesReplaceChartValues(t *testing.T) {
+	files := map[string]string{
+		"values.yaml":       "replicas: 1\nimage: nginx\n",
+		"ci/prod.yaml":      "replicas: 3\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  replicas: {{ .Values.replicas | quote }}\n  image: {{ .Values.image | default \"unset\" | quote }}\n  tier: {{ .Values.tier | default \"unset\" | quote }}\n",
+	}
+	repo := remotetest.NewHelmRepo(t, remotetest.Chart{Name: "web", Version: "1.0.0", Files: files})
+	local := map[string]string{"apps/web/release.yaml": "kind: HelmRelease\n"}
+	for name, body := range files {
+		local["charts/web/"+name] = body
+	}
+	local["charts/web/Chart.yaml"] = "apiVersion: v2\nname: web\nversion: 1.0.0\n"
+	root := checkout(t, local)
+	f := fetcher(t, repo.URL)
+	for _, tc := range []struct {
+		name    string
+		files   []string
+		flux    bool
+		ignore  bool
+		values  map[string]any
+		want    string // replicas image tier
+		wantErr string
+	}{
+		{name: "helm -f layers", files: []string{"ci/prod.yaml"}, want: "3 nginx unset"},
+		{name: "flux replaces values.yaml", files: []string{"ci/prod.yaml"}, flux: true, want: "3 unset unset"},
+		{name: "flux with values.yaml listed", files: []string{"values.yaml", "ci/prod.yaml"}, flux: true, want: "3 nginx unset"},
+		{name: "flux values.yaml alone", files: []string{"values.yaml"}, flux: true, want: "1 nginx unset"},
+		{name: "flux none", flux: true, want: "1 nginx unset"},
+		{name: "flux release values over", files: []string{"ci/prod.yaml"}, flux: true, values: map[string]any{"tier": "gold"}, want: "3 unset gold"},
+		{name: "flux missing ignored", files: []string{"ci/none.yaml", "ci/prod.yaml"}, flux: true, ignore: true, want: "3 unset unset"},
+		{name: "flux missing fails", files: []string{"ci/none.yaml", "ci/prod.yaml"}, flux: true, wantErr: "does not exist"},
+	} {
+		for _, remoteChart := range []bool{true, false} {
+			opts := render.DefaultOptions()
+			opts.Renderer = render.RendererHelm
+			opts.Helm.FluxValuesFiles, opts.Helm.IgnoreMissingValuesFiles, opts.Helm.Values = tc.flux, tc.ignore, tc.values
+			target := "charts/web"
+			opts.Helm.ValuesFiles = nil
+			for _, vf := range tc.files {
+				if remoteChart {
+					opts.Helm.ValuesFiles = append(opts.Helm.ValuesFiles, vf) // files of the chart
+				} else {
+					opts.Helm.ValuesFiles = append(opts.Helm.ValuesFiles, "charts/web/"+vf) // files of the repository
+				}
+			}
+			if remoteChart {
+				target = "apps/web"
+				opts.Remote = f
+				opts.Helm.Chart = &render.RemoteChart{RepoURL: repo.URL, Name: "web", Version: "1.0.0"}
+			}
+			set, err := render.Render(t.Context(), root, target, opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("%s (remote %v): error %v, want %q", tc.name, remoteChart, err, tc.wantErr)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s (remote %v): %v", tc.name, remoteChart, err)
+				continue
+			}
+			d := set.Objects[0].Obj.Object["data"].(map[string]any)
+			if got := fmt.Sprint(d["replicas"], " ", d["image"], " ", d["tier"]); got != tc.want {
+				t.Errorf("%s (remote %v): %s, want %s", tc.name, remoteChart, got, tc.want)
+			}
+		}
 	}
 }

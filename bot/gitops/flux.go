@@ -451,6 +451,8 @@ type fluxChartTemplate struct {
 		Version     string        `json:"version"`
 		SourceRef   fluxSourceRef `json:"sourceRef"`
 		ValuesFiles []string      `json:"valuesFiles"`
+		// IgnoreMissingValuesFiles skips valuesFiles that do not exist.
+		IgnoreMissingValuesFiles bool `json:"ignoreMissingValuesFiles"`
 	} `json:"spec"`
 }
 
@@ -529,6 +531,11 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	opts := render.DefaultOptions()
 	opts.Renderer = render.RendererHelm
 	opts.Namespace = t.Namespace
+	// valuesFiles compose the chart's default values.yaml, replacing the
+	// chart's own unless it is listed (source-controller's chart builders),
+	// and the release's values go over them.
+	opts.Helm.FluxValuesFiles = true
+	opts.Helm.IgnoreMissingValuesFiles = cs.IgnoreMissingValuesFiles
 	src := d.thisRepoSource(cs.SourceRef, srcNS, t.Cluster, fx)
 	if src.otherRevision {
 		return notRendered("not affected by this PR: " + src.reason)

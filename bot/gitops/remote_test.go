@@ -55,6 +55,7 @@ spec:
       version: 6.x
       sourceRef: {kind: HelmRepository, name: podinfo, namespace: flux-system}
       valuesFiles: [ci/values.yaml]
+      ignoreMissingValuesFiles: true
 `,
 		"apps/byref/release.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
@@ -122,6 +123,10 @@ func TestDiscoverRemoteCharts(t *testing.T) {
 	if got := strings.Join(hr.Render.Helm.ValuesFiles, ","); got != "ci/values.yaml" {
 		t.Errorf("values files %q, want the chart's ci/values.yaml", got)
 	}
+	// Flux's valuesFiles replace the chart's values.yaml (source-controller).
+	if h := hr.Render.Helm; !h.FluxValuesFiles || !h.IgnoreMissingValuesFiles {
+		t.Errorf("HelmRelease valuesFiles semantics: flux %v ignoreMissing %v", h.FluxValuesFiles, h.IgnoreMissingValuesFiles)
+	}
 	// A chartRef to a HelmChart reads the HelmChart's spec.
 	byref := targetByName(res.Targets, "byref")
 	if byref == nil || byref.Render.Helm.Chart == nil || byref.Render.Helm.Chart.Version != ">=6.0.0 <7" ||
@@ -138,6 +143,9 @@ func TestDiscoverRemoteCharts(t *testing.T) {
 	app := targetByName(res.Targets, "redis")
 	if app == nil {
 		t.Fatalf("no redis target: not rendered %v", res.NotRendered)
+	}
+	if app.Render.Helm.FluxValuesFiles {
+		t.Error("an Argo CD Application's valueFiles are helm -f files, not Flux valuesFiles")
 	}
 	want = render.RemoteChart{RepoURL: "https://charts.bitnami.com/bitnami", Name: "redis", Version: "18.1.0"}
 	if c := app.Render.Helm.Chart; c == nil || *c != want || app.Path != "argo" || app.Render.Renderer != render.RendererHelm {
