@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 // modeDifference is a line of the report that only one live mode may give, with
@@ -112,6 +113,18 @@ func TestLiveModesAgree(t *testing.T) {
 				}
 			}
 			expected, mustOnly := expectedFor(t, dir)
+			if hasRemoteFolders(dir) {
+				// The remote sources are served and allowed: both modes render
+				// them and give every finding of the must list.
+				for mode, rep := range reports {
+					got := findingLines(rep)
+					for _, want := range mustOnly {
+						if !slices.ContainsFunc(got, func(g string) bool { return matches(want, g) }) {
+							t.Errorf("%s: missing finding %q; got:\n  %s", mode, want, strings.Join(got, "\n  "))
+						}
+					}
+				}
+			}
 			for mode, rep := range reports {
 				// A finding the list allows only this mode is expected in it.
 				exp := slices.Clone(expected)
@@ -179,10 +192,18 @@ func installControllerCRDs(t *testing.T) {
 func previewScenario(t *testing.T, dir, mode string) *diffing.Report {
 	t.Helper()
 	ctx := t.Context()
+	// A scenario with repo/, oci/ or git/ folders is previewed with its servers
+	// running and allowed, as in TestGitOpsScenarios.
+	var fetcher *remote.Fetcher
+	gitopsScenario, name := filepath.Base(filepath.Dir(dir)) == "gitops-scenarios", filepath.Base(dir)
+	if hasRemoteFolders(dir) {
+		sf := remoteFixture(t, dir)
+		dir, fetcher = sf.Dir, sf.Fetcher
+	}
 	repo := gitRepo(t, filepath.Join(dir, "base"), filepath.Join(dir, "head"))
 	cfg := cluster.Config()
-	req := Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow}
-	if filepath.Base(filepath.Dir(dir)) == "gitops-scenarios" {
+	req := Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, Remote: fetcher}
+	if gitopsScenario {
 		gitopsNamespaces(t, dir)
 		for _, s := range gitopsSteps(t, dir) {
 			seedGitOps(t, dir, s)
@@ -199,7 +220,7 @@ func previewScenario(t *testing.T, dir, mode string) *diffing.Report {
 		}
 		// Some scenarios install objects the apiserver loads asynchronously (an
 		// admission policy): wait until they take effect, as TestDryRunScenarios does.
-		if sc, ok := dryRunScenarios[filepath.Base(dir)]; ok && sc.ready != nil {
+		if sc, ok := dryRunScenarios[name]; ok && sc.ready != nil {
 			sc.ready(t)
 		}
 	}

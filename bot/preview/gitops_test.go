@@ -29,7 +29,6 @@ import (
 	"github.com/driftpreview/driftpreview/fixtures/golden"
 	"github.com/driftpreview/driftpreview/render"
 	"github.com/driftpreview/driftpreview/render/remote"
-	"github.com/driftpreview/driftpreview/render/remote/remotetest"
 )
 
 // Pipeline tests of zero-config previews on real GitOps repositories (issue 5):
@@ -558,6 +557,11 @@ var gitopsCases = []gitopsCase{
 			}) {
 				t.Errorf("the notes do not name the versions at base and head: %q", tr.Notes)
 			}
+			for _, f := range tr.Findings {
+				if f.Rule == diffing.RuleRename && f.Severity != diffing.SeverityError {
+					t.Errorf("the StatefulSet rename is %s, want error", f.Severity)
+				}
+			}
 		},
 	},
 	{
@@ -702,13 +706,12 @@ func testHubAndSpoke(t *testing.T) {
 func runGitOps(t *testing.T, dir string) (*diffing.Report, string, []byte) {
 	t.Helper()
 	ctx := t.Context()
-	// A scenario with a repo/ folder serves it as a Helm repository (remote_test.go).
+	// A scenario with repo/, oci/ or git/ folders serves them (remotefixture_test.go).
+	var sf *servedFixture
 	var fetcher *remote.Fetcher
-	repoURL := ""
-	if _, err := os.Stat(filepath.Join(dir, "repo")); err == nil {
-		var served *remotetest.Repo
-		dir, fetcher, served = helmRepoFixture(t, dir)
-		repoURL = served.URL
+	if hasRemoteFolders(dir) {
+		sf = remoteFixture(t, dir)
+		dir, fetcher = sf.Dir, sf.Fetcher
 	}
 	repo := gitRepo(t, filepath.Join(dir, "base"), filepath.Join(dir, "head"))
 	gitopsNamespaces(t, dir)
@@ -730,10 +733,8 @@ func runGitOps(t *testing.T, dir string) (*diffing.Report, string, []byte) {
 		t.Fatal(err)
 	}
 	md := stable(report.Markdown(rep, report.DefaultOptions()))
-	if repoURL != "" {
-		md = strings.ReplaceAll(md, strings.TrimSuffix(repoURL, "/"), strings.TrimSuffix(placeholderRepo, "/"))
-		// The commits hold the served URL (a random port), so their ids vary.
-		md = commitIDs.ReplaceAllString(md, "base `<base>` ↔ head `<head>`")
+	if sf != nil {
+		md = sf.Unplace(md)
 	}
 	return rep, md, js
 }
