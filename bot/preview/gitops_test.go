@@ -564,6 +564,34 @@ var gitopsCases = []gitopsCase{
 			}
 		},
 	},
+	// The same bump through a Flux Kustomization whose source is an
+	// OCIRepository (its artifact pushed to an in-process registry): the tag
+	// 1.0.0 → 2.0.0 renames the StatefulSet and drops the CRD the Kustomization
+	// applied, while a Widget exists; the inventory holds both.
+	{
+		name:    "80-flux-ocirepository-tag-bump",
+		must:    []string{"rename StatefulSet/g80/db", "prune-cascade CustomResourceDefinition/widgets.g80.example.com"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g80-db")
+			if tr.Skipped != "" {
+				t.Fatalf("g80-db not rendered: %s", tr.Skipped)
+			}
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return regexp.MustCompile(`^OCI artifact oci://\S+/db: 1\.0\.0 resolves to 1\.0\.0@sha256:[0-9a-f]{64} at base; 2\.0\.0 resolves to 2\.0\.0@sha256:[0-9a-f]{64} at head`).MatchString(n)
+			}) {
+				t.Errorf("the notes do not name the versions at base and head: %q", tr.Notes)
+			}
+			for _, f := range tr.Findings {
+				if f.Rule == diffing.RuleRename && f.Severity != diffing.SeverityError {
+					t.Errorf("the StatefulSet rename is %s, want error", f.Severity)
+				}
+			}
+			wantChange(t, rep, "g80-db", "StatefulSet/g80/db", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantChange(t, rep, "g80-db", "StatefulSet/g80/db-main", diffing.ActionCreated, diffing.ActionCreated)
+			wantChange(t, rep, "g80-db", "CustomResourceDefinition/widgets.g80.example.com", diffing.ActionDeleted, diffing.ActionDeleted)
+		},
+	},
 	{
 		name: "44-argo-csa-changes",
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {

@@ -593,11 +593,15 @@ func (p *pipeline) renderAt(ctx context.Context, root string, t config.Target) (
 func chartNotes(base, head []render.ResolvedChart) []string {
 	id := func(c render.ResolvedChart) string { return c.RepoURL + "\x00" + c.Name }
 	what := func(c render.ResolvedChart) string {
-		kind := "chart"
-		if c.Dependency {
-			kind = "chart dependency"
+		switch {
+		case c.Artifact:
+			return "OCI artifact " + c.RepoURL
+		case c.GitBase:
+			return fmt.Sprintf("remote base %s from %s", c.Name, c.RepoURL)
+		case c.Dependency:
+			return fmt.Sprintf("chart dependency %s from %s", c.Name, c.RepoURL)
 		}
-		return fmt.Sprintf("%s %s from %s", kind, c.Name, c.RepoURL)
+		return fmt.Sprintf("chart %s from %s", c.Name, c.RepoURL)
 	}
 	asked := func(c render.ResolvedChart) string {
 		if c.Requested == "" {
