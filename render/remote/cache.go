@@ -45,7 +45,50 @@ func OpenCache(dir string, max int64) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cache{dir: abs, max: max, grace: 10 * time.Minute}, nil
+	c := &Cache{dir: abs, max: max, grace: 10 * time.Minute}
+	c.sweep(time.Now().Add(-staleTemp))
+	return c, nil
+}
+
+// staleTemp is how old a temporary file or directory of the cache must be for
+// sweep to remove it: far longer than any download may take (the policy's
+// timeout), so only what a crashed process left behind qualifies.
+const staleTemp = time.Hour
+
+// sweep removes what processes that died while filling or evicting left in
+// tmp/: entries last modified before cutoff whose key's lock nobody holds (a
+// live fill holds it for as long as its temporary file exists). Without it a
+// crash mid-download would leave its partial file there for good, outside the
+// size bound.
+func (c *Cache) sweep(cutoff time.Time) {
+	tmp := filepath.Join(c.dir, "tmp")
+	des, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, de := range des {
+		name := de.Name()
+		st, err := os.Lstat(filepath.Join(tmp, name))
+		if err != nil || !st.ModTime().Before(cutoff) {
+			continue
+		}
+		if !strings.HasPrefix(name, "evict-") {
+			// <key>-<random>, as File and Tree create them.
+			i := strings.LastIndex(name, "-")
+			if i <= 0 || !validKey(name[:i]) {
+				continue // not ours
+			}
+			unlock, err := c.lock(filepath.Join(c.dir, "locks", name[:i]+".lock"), unix.LOCK_EX|unix.LOCK_NB)
+			if err != nil {
+				continue // being filled right now
+			}
+			_ = os.RemoveAll(filepath.Join(tmp, name))
+			unlock()
+			continue
+		}
+		// An entry evict moved aside and did not get to remove.
+		_ = os.RemoveAll(filepath.Join(tmp, name))
+	}
 }
 
 // Dir is the cache's directory.

@@ -74,7 +74,8 @@
 // loaded for that long, so base and head of one preview see the same index. The
 // total size is bounded: least recently used entries (by modification time,
 // refreshed on use) are removed after each fill, except those used in the last
-// ten minutes.
+// ten minutes. OpenCache sweeps tmp/ of what crashed processes left: temporary
+// files and directories over an hour old whose entry's lock is free.
 //
 // The render child process (render/child.go) never fetches: the parent fetches
 // into the cache before it starts the child, and the child reads local files.

@@ -11,10 +11,12 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -575,6 +577,84 @@ func TestPolicyValidate(t *testing.T) {
 		u, _ := parseURL(raw)
 		if got := match([]*prefix{p}, u) != nil; got != want {
 			t.Errorf("%s: match %v, want %v", raw, got, want)
+		}
+	}
+}
+
+// TestCacheSweepsCrashedTemps: a process that dies while filling an entry
+// leaves its temporary file in tmp/; the next OpenCache removes such leftovers
+// once they are stale (an hour old) and their key's lock is free, and keeps
+// fresh ones, ones still locked by a live fill, and files that are not its own.
+func TestCacheSweepsCrashedTemps(t *testing.T) {
+	if dir := os.Getenv("DRIFTPREVIEW_TEST_CRASH_CACHE"); dir != "" {
+		// The crashing process: dies in the middle of a fill.
+		c, err := OpenCache(dir, 0)
+		if err != nil {
+			os.Exit(2)
+		}
+		_, _ = c.File("sha256-"+strings.Repeat("a", 64), 0, func(w ioWriter) error {
+			_, _ = w.Write(bytes.Repeat([]byte("x"), 4096))
+			os.Exit(3)
+			return nil
+		})
+		os.Exit(4)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCacheSweepsCrashedTemps$")
+	cmd.Env = append(os.Environ(), "DRIFTPREVIEW_TEST_CRASH_CACHE="+dir)
+	if err := cmd.Run(); err == nil || cmd.ProcessState.ExitCode() != 3 {
+		t.Fatalf("the crashing process: %v", err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	left, _ := filepath.Glob(filepath.Join(tmp, "sha256-*"))
+	if len(left) != 1 {
+		t.Fatalf("the crash left %v", left)
+	}
+	crashed := left[0]
+	old := time.Now().Add(-2 * time.Hour)
+	mk := func(name string, isDir bool) string {
+		p := filepath.Join(tmp, name)
+		if isDir {
+			if err := os.MkdirAll(filepath.Join(p, "chart"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(p, "chart", "Chart.yaml"), []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(p, []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	staleTree := mk("tree-k-0123-987654", true)
+	staleEvicted := mk("evict-k-abc-1700000000", true)
+	fresh := mk("k-fresh-12345", false)
+	locked := mk("k-busy-55555", false)
+	foreign := mk("README", false)
+	for _, p := range []string{crashed, staleTree, staleEvicted, locked, foreign} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A live fill (another process, another open file description) holds k-busy's lock.
+	probe := &Cache{dir: dir}
+	unlock, err := probe.lock(filepath.Join(dir, "locks", "k-busy.lock"), syscall.LOCK_EX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+
+	if _, err := OpenCache(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{crashed, staleTree, staleEvicted} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was not swept: %v", filepath.Base(p), err)
+		}
+	}
+	for _, p := range []string{fresh, locked, foreign} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was swept: %v", filepath.Base(p), err)
 		}
 	}
 }
