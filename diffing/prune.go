@@ -205,14 +205,14 @@ func (d *differ) controllerCascade(k render.ObjectKey, objs ...*unstructured.Uns
 			continue
 		}
 		switch {
-		case k.Group == "argoproj.io" && k.Kind == "Application" &&
-			slices.ContainsFunc(o.GetFinalizers(), func(f string) bool { return strings.HasPrefix(f, "resources-finalizer.argocd.argoproj.io") }):
+		case k.GroupKind() == ArgoCDApplication.GroupKind() &&
+			slices.ContainsFunc(o.GetFinalizers(), func(f string) bool { return strings.HasPrefix(f, ArgoCDResourcesFinalizer) }):
 			why = "Argo CD's resources finalizer cascades the delete"
-		case k.Group == "kustomize.toolkit.fluxcd.io" && k.Kind == "Kustomization":
+		case k.GroupKind() == FluxKustomization.GroupKind():
 			if prune, _, _ := unstructured.NestedBool(o.Object, "spec", "prune"); prune {
 				why = "kustomize-controller garbage-collects what it applied (prune is on)"
 			}
-		case k.Group == "helm.toolkit.fluxcd.io" && k.Kind == "HelmRelease":
+		case k.GroupKind() == FluxHelmRelease.GroupKind():
 			why = "helm-controller uninstalls the release"
 		}
 	}

@@ -187,7 +187,7 @@ type Summary struct {
 // Controller says where a target came from when it was discovered from a GitOps
 // controller object (Argo CD Application, Flux Kustomization/HelmRelease).
 type Controller struct {
-	Kind      string `json:"kind"` // Application, Kustomization, HelmRelease, config
+	Kind      string `json:"kind"` // a ControllerKinds row: Application, ApplicationSet, Kustomization, HelmRelease
 	Name      string `json:"name,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	Source    string `json:"source,omitempty"` // file in the repo that declares it

@@ -30,7 +30,7 @@ type appSet struct {
 }
 
 // resourcesFinalizer is Argo CD's resources finalizer (argoappsv1.ResourcesFinalizerName).
-const resourcesFinalizer = "resources-finalizer.argocd.argoproj.io"
+const resourcesFinalizer = diffing.ArgoCDResourcesFinalizer
 
 // SetInfo is what discovery knows about one ApplicationSet at one side of the PR:
 // the Applications it generates (by name, as Argo CD renders them) and how its
@@ -66,7 +66,7 @@ func (s SetInfo) AllowsUpdate() bool {
 func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []config.Target, notes []string, info SetInfo) {
 	ns := m.namespaceOr(defaultArgoNS)
 	info = SetInfo{Name: m.Name, Namespace: ns, File: m.File, Apps: map[string]map[string]any{}, Complete: true}
-	key := render.ObjectKey{Group: groupArgo, Kind: "ApplicationSet", Namespace: ns, Name: m.Name}
+	key := render.ObjectKey{Group: groupArgo, Kind: diffing.ArgoCDApplicationSet.Kind, Namespace: ns, Name: m.Name}
 	var reasons []string
 	skip := func(reason string) {
 		info.Complete = false
@@ -76,7 +76,7 @@ func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []c
 		reasons = append(reasons, reason)
 		notRendered = append(notRendered, config.Target{
 			Name:       m.Name,
-			Controller: &diffing.Controller{Kind: "ApplicationSet", Name: m.Name, Namespace: ns, Source: m.File},
+			Controller: &diffing.Controller{Kind: diffing.ArgoCDApplicationSet.Kind, Name: m.Name, Namespace: ns, Source: m.File},
 			Skip:       reason,
 			Findings:   []diffing.Finding{notRenderedFinding(key, fmt.Sprintf("ApplicationSet %s is not rendered: %s", m.Name, reason))},
 		})

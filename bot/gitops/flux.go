@@ -257,8 +257,8 @@ func (d *discovery) fluxCluster(m *manifest) string {
 // source is not this repository.
 func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Target, skipped bool) {
 	ns := m.namespaceOr(defaultFluxNS)
-	key := render.ObjectKey{Group: groupFluxKS, Kind: "Kustomization", Namespace: ns, Name: m.Name}
-	ctrl := &diffing.Controller{Kind: "Kustomization", Name: m.Name, Namespace: ns, Source: m.File}
+	key := render.ObjectKey{Group: groupFluxKS, Kind: diffing.FluxKustomization.Kind, Namespace: ns, Name: m.Name}
+	ctrl := &diffing.Controller{Kind: diffing.FluxKustomization.Kind, Name: m.Name, Namespace: ns, Source: m.File}
 	t = config.Target{Name: m.Name, Controller: ctrl, Cluster: d.fluxCluster(m)}
 	var ks fluxKustomizationSpec
 	if err := m.decode(&ks); err != nil {
@@ -268,7 +268,7 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 	}
 	s := ks.Spec
 	ctrl.AutoSync, ctrl.Prune, ctrl.SelfHeal, ctrl.Suspended, ctrl.Replace = !s.Suspend, s.Prune, true, s.Suspend, s.Force
-	t.Sync = config.Sync{Prune: s.Prune, SelfHeal: true, Manager: managerFluxKS, Replace: s.Force}
+	t.Sync = config.Sync{Prune: s.Prune, SelfHeal: true, Manager: diffing.FluxKustomization.Manager, Replace: s.Force}
 	t.Namespace = s.TargetNamespace
 	if s.Suspend {
 		t.Findings = append(t.Findings, diffing.Finding{
@@ -488,8 +488,8 @@ type fluxHelmReleaseSpec struct {
 // chart is neither in this repository nor vendored.
 func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target, skipped bool) {
 	ns := m.namespaceOr(defaultFluxNS)
-	key := render.ObjectKey{Group: groupFluxHelm, Kind: "HelmRelease", Namespace: ns, Name: m.Name}
-	ctrl := &diffing.Controller{Kind: "HelmRelease", Name: m.Name, Namespace: ns, Source: m.File}
+	key := render.ObjectKey{Group: groupFluxHelm, Kind: diffing.FluxHelmRelease.Kind, Namespace: ns, Name: m.Name}
+	ctrl := &diffing.Controller{Kind: diffing.FluxHelmRelease.Kind, Name: m.Name, Namespace: ns, Source: m.File}
 	t = config.Target{Name: m.Name, Controller: ctrl, Cluster: d.fluxCluster(m)}
 	notRendered := func(reason string) (config.Target, bool) {
 		t.Skip = reason
@@ -504,7 +504,7 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	selfHeal := s.DriftDetection != nil && s.DriftDetection.Mode == "enabled"
 	force := s.Upgrade != nil && s.Upgrade.Force
 	ctrl.AutoSync, ctrl.Prune, ctrl.SelfHeal, ctrl.Suspended, ctrl.Replace = !s.Suspend, true, selfHeal, s.Suspend, force
-	t.Sync = config.Sync{Prune: true, SelfHeal: selfHeal, Manager: managerFluxHR, Replace: force}
+	t.Sync = config.Sync{Prune: true, SelfHeal: selfHeal, Manager: diffing.FluxHelmRelease.Manager, Replace: force}
 	t.Namespace = firstNonEmpty(s.TargetNamespace, m.Namespace)
 	if s.Suspend {
 		t.Findings = append(t.Findings, diffing.Finding{

@@ -72,36 +72,21 @@ type Result struct {
 }
 
 // The API groups discovery reads, the namespaces controllers default to, and the
-// field managers each controller writes with. Argo CD uses "argocd-controller"
-// both for its default client-side apply (managedFields operation Update) and with
-// ServerSideApply=true (operation Apply), so one manager name serves both; the live
-// simulation upgrades client-side managers first.
+// field managers each controller writes with come from the controller-kind table
+// (diffing.ControllerKinds); these short names keep the parser readable.
 const (
-	groupArgo      = "argoproj.io"
-	groupFluxKS    = "kustomize.toolkit.fluxcd.io"
-	groupFluxHelm  = "helm.toolkit.fluxcd.io"
-	groupFluxSrc   = "source.toolkit.fluxcd.io"
-	groupFluxGen   = "source.extensions.fluxcd.io"
-	defaultArgoNS  = "argocd"
-	defaultFluxNS  = "flux-system"
-	inClusterURL   = "https://kubernetes.default.svc"
-	inClusterName  = "in-cluster"
-	managerArgo    = "argocd-controller"
-	managerFluxKS  = "kustomize-controller"
-	managerFluxHR  = "helm-controller"
+	groupArgo     = diffing.GroupArgoCD
+	groupFluxKS   = diffing.GroupFluxKustomize
+	groupFluxHelm = diffing.GroupFluxHelm
+	groupFluxSrc  = diffing.GroupFluxSource
+	groupFluxGen  = diffing.GroupFluxSourceExt
+	defaultArgoNS = diffing.NamespaceArgoCD
+	defaultFluxNS = diffing.NamespaceFlux
+	inClusterURL  = "https://kubernetes.default.svc"
+	inClusterName = "in-cluster"
+	// fluxSystemName is the GitRepository flux bootstrap creates.
 	fluxSystemName = "flux-system"
 )
-
-// defaultNamespace is where each controller keeps objects that name no namespace.
-func defaultNamespace(group string) string {
-	switch {
-	case group == groupArgo:
-		return defaultArgoNS
-	case strings.HasSuffix(group, ".toolkit.fluxcd.io"), group == groupFluxGen:
-		return defaultFluxNS
-	}
-	return ""
-}
 
 // Discover finds the targets the GitOps controller objects in the checkout at root
 // describe. Problems with single objects become notes or not-rendered entries; an
@@ -374,13 +359,13 @@ func (d *discovery) build() *built {
 	for _, m := range d.manifests {
 		switch {
 		case m.superseded:
-		case m.group() == groupArgo && m.Kind == "ApplicationSet":
+		case m.is(diffing.ArgoCDApplicationSet):
 			gen, nr, notes, info := d.expandAppSet(m)
 			b.sets[SetKey(info.Namespace, info.Name)] = info
 			apps = append(apps, gen...)
 			b.notRendered = append(b.notRendered, nr...)
 			b.notes = append(b.notes, notes...)
-		case m.group() == groupArgo && m.Kind == "Application":
+		case m.is(diffing.ArgoCDApplication):
 			apps = append(apps, m)
 		}
 	}
@@ -392,14 +377,14 @@ func (d *discovery) build() *built {
 	for _, m := range d.manifests {
 		switch {
 		case m.superseded:
-		case m.group() == groupFluxKS && m.Kind == "Kustomization":
+		case m.is(diffing.FluxKustomization):
 			t, skipped := d.fluxKustomization(m, fx)
 			if skipped {
 				b.notRendered = append(b.notRendered, t)
 			} else {
 				b.targets = append(b.targets, t)
 			}
-		case m.group() == groupFluxHelm && m.Kind == "HelmRelease":
+		case m.is(diffing.FluxHelmRelease):
 			t, skipped := d.fluxHelmRelease(m, fx)
 			if skipped {
 				b.notRendered = append(b.notRendered, t)

@@ -14,6 +14,7 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
+	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -51,6 +52,11 @@ func (m *manifest) group() string {
 	return ""
 }
 
+// is says whether the manifest is an object of the controller kind k.
+func (m *manifest) is(k diffing.ControllerKind) bool {
+	return m.group() == k.GVR.Group && m.Kind == k.Kind
+}
+
 // where names the manifest for notes and errors: file:line, or file (rendered by X).
 func (m *manifest) where() string {
 	switch {
@@ -68,7 +74,7 @@ func (m *manifest) where() string {
 // Kustomization flux-system/apps. Argo CD Applications live where Argo CD runs,
 // whatever the cluster of the target that rendered them.
 func (m *manifest) identity() string {
-	id := m.group() + "/" + m.Kind + "/" + m.namespaceOr(defaultNamespace(m.group())) + "/" + m.Name
+	id := m.group() + "/" + m.Kind + "/" + m.namespaceOr(diffing.ControllerNamespace(m.group())) + "/" + m.Name
 	if m.group() == groupArgo {
 		return id
 	}
@@ -105,7 +111,7 @@ func interesting(apiVersion, kind string) bool {
 	}
 	switch {
 	case g == groupArgo:
-		return kind == "Application" || kind == "ApplicationSet"
+		return kind == diffing.ArgoCDApplication.Kind || kind == diffing.ArgoCDApplicationSet.Kind
 	case strings.HasSuffix(g, ".toolkit.fluxcd.io"):
 		return true
 	case g == groupFluxGen:

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/bot/discover"
 	"github.com/driftpreview/driftpreview/diffing"
@@ -118,13 +116,6 @@ func removal(c *diffing.Controller) (text string, cascade bool) {
 	return name + ", and helm-controller uninstalls the release", true
 }
 
-// controllerKinds are the controller objects a target's live state is read from.
-var controllerKinds = map[schema.GroupKind]bool{
-	{Group: "argoproj.io", Kind: "Application"}:                   true,
-	{Group: "kustomize.toolkit.fluxcd.io", Kind: "Kustomization"}: true,
-	{Group: "helm.toolkit.fluxcd.io", Kind: "HelmRelease"}:        true,
-}
-
 // createdByMerge turns a controller-missing finding into a note when another
 // target of the same merge creates that controller object: an app-of-apps that
 // adds (or renames) an Application, a Flux Kustomization that applies a new one.
@@ -133,7 +124,7 @@ func createdByMerge(rep *diffing.Report) {
 	created := map[render.ObjectKey]string{}
 	for _, tr := range rep.Targets {
 		for _, c := range tr.Changes {
-			if c.Action == diffing.ActionCreated && controllerKinds[c.Key.GroupKind()] {
+			if c.Action == diffing.ActionCreated && diffing.IsLiveController(c.Key.GroupKind()) {
 				if _, ok := created[c.Key]; !ok {
 					created[c.Key] = tr.Name
 				}
@@ -167,7 +158,9 @@ func renamesAdopt(rep *diffing.Report, targets []config.Target) {
 	adopt := map[render.ObjectKey]string{}
 	for _, t := range targets {
 		if c := t.Controller; c != nil && c.Deleted && c.RenamedTo != "" && !c.Finalizer {
-			adopt[render.ObjectKey{Group: controllerGroups[c.Kind], Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}] = c.RenamedTo
+			if key, ok := c.LiveKey(); ok {
+				adopt[key] = c.RenamedTo
+			}
 		}
 	}
 	if len(adopt) == 0 {
@@ -220,7 +213,7 @@ func generatedCascade(t config.Target, tr diffing.TargetReport) (diffing.Finding
 	}
 	return diffing.Finding{
 		Rule: diffing.RulePruneCascade, Severity: diffing.DefaultSeverity[diffing.RulePruneCascade],
-		Key:     render.ObjectKey{Group: "argoproj.io", Kind: "Application", Namespace: c.Namespace, Name: c.Name},
+		Key:     render.ObjectKey{Group: diffing.GroupArgoCD, Kind: diffing.ArgoCDApplication.Kind, Namespace: c.Namespace, Name: c.Name},
 		Message: msg + ".",
 	}, true
 }

@@ -309,8 +309,8 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 		// The controller can render it (it fetches what is missing), this
 		// preview cannot: listed as not rendered, never a render error.
 		var key render.ObjectKey
-		if c := t.Controller; c != nil && controllerGroups[c.Kind] != "" {
-			key = render.ObjectKey{Group: controllerGroups[c.Kind], Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}
+		if c := t.Controller; c != nil {
+			key, _ = c.LiveKey()
 		}
 		discovered := slices.Clone(t.Findings)
 		if p.atBase[discover.Key(t)] {
@@ -417,7 +417,7 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 	var findings []diffing.Finding
 	var note string
 	var argo controller.ArgoSettings
-	if t.Controller != nil && t.Controller.Kind != "config" {
+	if t.Controller != nil {
 		ctrlCluster, why := p.controllerCluster(t, cl)
 		if ctrlCluster == nil {
 			note = why
@@ -504,7 +504,7 @@ func identify(in *diffing.Input, t config.Target, scope diffing.ScopeFunc) {
 // controller-missing finding.
 func (p *pipeline) controllerCluster(t config.Target, cl *Cluster) (*Cluster, string) {
 	switch t.Controller.Kind {
-	case "Application", "ApplicationSet":
+	case diffing.ArgoCDApplication.Kind, diffing.ArgoCDApplicationSet.Kind:
 	default:
 		return cl, ""
 	}
@@ -631,13 +631,6 @@ func chartNotes(base, head []render.ResolvedChart) []string {
 		}
 	}
 	return notes
-}
-
-// controllerGroups are the API groups of the controller kinds a target names.
-var controllerGroups = map[string]string{
-	"Application":   "argoproj.io",
-	"Kustomization": "kustomize.toolkit.fluxcd.io",
-	"HelmRelease":   "helm.toolkit.fluxcd.io",
 }
 
 // unavailable returns the reason of the first render.Unavailable among errs.

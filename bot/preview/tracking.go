@@ -2,6 +2,7 @@ package preview
 
 import (
 	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/diffing/live"
 	"github.com/driftpreview/driftpreview/diffing/live/controller"
 )
@@ -16,12 +17,12 @@ func tracking(t config.Target, argo controller.ArgoSettings) live.Tracking {
 		return tr
 	}
 	switch t.Controller.Kind {
-	case "Application":
+	case diffing.ArgoCDApplication.Kind:
 		// Application.InstanceName (argo-cd pkg/apis/application/v1alpha1): the
 		// name, or namespace_name outside the namespace Argo CD runs in.
 		home := argo.Namespace
 		if home == "" {
-			home = "argocd"
+			home = diffing.ArgoCDApplication.DefaultNamespace
 		}
 		tr.ArgoApp = t.Controller.Name
 		if ns := t.Controller.Namespace; ns != "" && ns != home {
@@ -29,9 +30,9 @@ func tracking(t config.Target, argo controller.ArgoSettings) live.Tracking {
 		}
 		tr.ArgoLabelKey, tr.ArgoMethod, tr.ArgoInstallationID = argo.InstanceLabelKey, argo.TrackingMethod, argo.InstallationID
 		tr.ArgoDestNamespace = t.Namespace
-	case "Kustomization":
+	case diffing.FluxKustomization.Kind:
 		tr.FluxName, tr.FluxNamespace = t.Controller.Name, t.Controller.Namespace
-	case "HelmRelease":
+	case diffing.FluxHelmRelease.Kind:
 		tr.HelmRelease, tr.HelmNamespace = t.Render.Helm.ReleaseName, t.Namespace
 		tr.FluxHelmName, tr.FluxHelmNamespace = t.Controller.Name, t.Controller.Namespace
 	}

@@ -340,18 +340,11 @@ func (l *layout) sectionSummary(t *diffing.TargetReport, changed int) string {
 	return "<b>" + esc(t.Name) + "</b> (" + where + "): " + counts
 }
 
-// controllerName is the GitOps object kind as people call it; "" for targets
-// from .driftpreview.yaml.
+// controllerName is the GitOps object kind as people call it (the controller-kind
+// table's display name); "" for targets from .driftpreview.yaml.
 func controllerName(c *diffing.Controller) string {
-	switch c.Kind {
-	case "Application":
-		return "Argo CD Application"
-	case "ApplicationSet":
-		return "Argo CD ApplicationSet"
-	case "Kustomization", "HelmRelease":
-		return "Flux " + c.Kind
-	case "", "config":
-		return ""
+	if k, ok := diffing.ControllerKindOf(c.Kind); ok {
+		return k.DisplayName
 	}
 	return c.Kind
 }

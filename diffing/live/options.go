@@ -82,7 +82,7 @@ func (t Tracking) argoLabelKey() string {
 	if t.ArgoLabelKey != "" {
 		return t.ArgoLabelKey
 	}
-	return argoDefaultLabelKey
+	return diffing.ArgoCDApplication.TrackingLabel
 }
 
 // tracked reports whether labels and annotations mark an object as the target's.
@@ -93,13 +93,13 @@ func (t Tracking) tracked(labels, annotations map[string]string) bool {
 		if labels[t.argoLabelKey()] == t.ArgoApp {
 			return true
 		}
-		if id := annotations[argoTrackingID]; len(id) > len(t.ArgoApp) &&
+		if id := annotations[diffing.ArgoCDApplication.TrackingAnnotation]; len(id) > len(t.ArgoApp) &&
 			id[:len(t.ArgoApp)+1] == t.ArgoApp+":" {
 			return true
 		}
 	}
-	if t.FluxName != "" && labels[fluxKSGroup+"/name"] == t.FluxName &&
-		labels[fluxKSGroup+"/namespace"] == t.FluxNamespace {
+	if t.FluxName != "" && labels[diffing.FluxKustomization.OwnerLabelGroup+"/name"] == t.FluxName &&
+		labels[diffing.FluxKustomization.OwnerLabelGroup+"/namespace"] == t.FluxNamespace {
 		return true
 	}
 	if t.HelmRelease != "" && annotations[helmReleaseName] == t.HelmRelease &&

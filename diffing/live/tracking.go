@@ -5,30 +5,20 @@ import (
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
-// The marks GitOps controllers write on what they apply.
+// The marks GitOps controllers write on what they apply, beside Argo CD's label and
+// annotation and Flux's owner labels, which are in the controller-kind table
+// (diffing.ControllerKinds).
 const (
-	// argoDefaultLabelKey is common.LabelKeyAppInstance in argo-cd common/common.go.
-	argoDefaultLabelKey = "app.kubernetes.io/instance"
-	// argoTrackingID is common.AnnotationKeyAppInstance.
-	argoTrackingID = "argocd.argoproj.io/tracking-id"
-	// argoInstallationID is common.AnnotationInstallationID.
-	argoInstallationID = "argocd.argoproj.io/installation-id"
 	// The values of argocd-cm application.resourceTrackingMethod.
 	ArgoTrackingAnnotation         = "annotation"
 	ArgoTrackingLabel              = "label"
 	ArgoTrackingAnnotationAndLabel = "annotation+label"
 	// argoLabelMaxLength is LabelMaxLength in argo-cd util/argo/resource_tracking.go.
 	argoLabelMaxLength = 63
-
-	// fluxKSGroup is kustomize-controller's owner group: fluxcd/pkg ssa
-	// ResourceManager.SetOwnerLabels writes <group>/name and <group>/namespace.
-	fluxKSGroup = "kustomize.toolkit.fluxcd.io"
-	// fluxHelmGroup is helm-controller's: its postrender OriginLabels
-	// (internal/postrender/common_renderer.go) writes <group>/name and
-	// <group>/namespace of the HelmRelease.
-	fluxHelmGroup = "helm.toolkit.fluxcd.io"
 
 	// Helm's setMetadataVisitor (helm.sh/helm/v4 pkg/action/validate.go) marks
 	// every resource of a release on install, upgrade and rollback.
@@ -56,12 +46,12 @@ func (t Tracking) stamp(u *unstructured.Unstructured, namespaced bool) {
 		t.stampArgo(u, namespaced, labels, annotations)
 	}
 	if t.FluxName != "" {
-		labels[fluxKSGroup+"/name"] = t.FluxName
-		labels[fluxKSGroup+"/namespace"] = t.FluxNamespace
+		labels[diffing.FluxKustomization.OwnerLabelGroup+"/name"] = t.FluxName
+		labels[diffing.FluxKustomization.OwnerLabelGroup+"/namespace"] = t.FluxNamespace
 	}
 	if t.FluxHelmName != "" {
-		labels[fluxHelmGroup+"/name"] = t.FluxHelmName
-		labels[fluxHelmGroup+"/namespace"] = t.FluxHelmNamespace
+		labels[diffing.FluxHelmRelease.OwnerLabelGroup+"/name"] = t.FluxHelmName
+		labels[diffing.FluxHelmRelease.OwnerLabelGroup+"/namespace"] = t.FluxHelmNamespace
 	}
 	if t.HelmRelease != "" {
 		labels[helmManagedByLabel] = helmManagedByValue
@@ -93,11 +83,11 @@ func (t Tracking) stampArgo(u *unstructured.Unstructured, namespaced bool, label
 			ns = t.ArgoDestNamespace
 		}
 		gvk := u.GroupVersionKind()
-		annotations[argoTrackingID] = fmt.Sprintf("%s:%s/%s:%s/%s", t.ArgoApp, gvk.Group, gvk.Kind, ns, u.GetName())
+		annotations[diffing.ArgoCDApplication.TrackingAnnotation] = fmt.Sprintf("%s:%s/%s:%s/%s", t.ArgoApp, gvk.Group, gvk.Kind, ns, u.GetName())
 		if t.ArgoInstallationID != "" {
-			annotations[argoInstallationID] = t.ArgoInstallationID
+			annotations[diffing.ArgoCDInstallationID] = t.ArgoInstallationID
 		} else {
-			delete(annotations, argoInstallationID)
+			delete(annotations, diffing.ArgoCDInstallationID)
 		}
 	}
 	switch t.ArgoMethod {

@@ -6,6 +6,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
 // ArgoSettings are the argocd-cm settings that decide how Argo CD marks what it
@@ -32,7 +34,7 @@ const argoCM = "argocd-cm"
 // A missing or unreadable ConfigMap is no error: Argo CD's defaults apply, as when
 // the keys are unset.
 func readArgoSettings(ctx context.Context, dyn dynamic.Interface, appNamespace string) ArgoSettings {
-	for _, ns := range []string{appNamespace, defaultNamespaces["Application"]} {
+	for _, ns := range []string{appNamespace, diffing.ArgoCDApplication.DefaultNamespace} {
 		cm, err := dyn.Resource(configMaps).Namespace(ns).Get(ctx, argoCM, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue

@@ -16,22 +16,13 @@ import (
 	"github.com/driftpreview/driftpreview/render"
 )
 
-// The controller kinds Read understands, with the API version each controller
-// serves today.
-var resources = map[string]schema.GroupVersionResource{
-	"Application":   {Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
-	"Kustomization": {Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"},
-	"HelmRelease":   {Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"},
-}
-
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// defaultNamespaces is where each controller keeps its objects when the
-// controller in git names no namespace.
-var defaultNamespaces = map[string]string{
-	"Application":   "argocd",
-	"Kustomization": "flux-system",
-	"HelmRelease":   "flux-system",
+// liveKind is the row of the controller kinds (diffing.ControllerKinds) whose live
+// object Read understands: an Application, a Kustomization or a HelmRelease.
+func liveKind(kind string) (diffing.ControllerKind, bool) {
+	k, ok := diffing.ControllerKindOf(kind)
+	return k, ok && k.LiveState
 }
 
 // State is the live controller object as it matters to a preview.
@@ -57,23 +48,23 @@ type State struct {
 // forbidden or failed read is an error, which the pipeline reports as
 // live-unavailable.
 func Read(ctx context.Context, cfg *rest.Config, c diffing.Controller) (*State, error) {
-	gvr, ok := resources[c.Kind]
+	kind, ok := liveKind(c.Kind)
 	if !ok {
 		return nil, fmt.Errorf("reading live controller %s %s: unsupported kind (want Application, Kustomization or HelmRelease)", c.Kind, c.Name)
 	}
 	ns := c.Namespace
 	if ns == "" {
-		ns = defaultNamespaces[c.Kind]
+		ns = kind.DefaultNamespace
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reading live %s %s/%s: creating client: %w", c.Kind, ns, c.Name, err)
 	}
 	var argo ArgoSettings
-	if c.Kind == "Application" {
+	if kind == diffing.ArgoCDApplication {
 		argo = readArgoSettings(ctx, dyn, ns)
 	}
-	obj, err := dyn.Resource(gvr).Namespace(ns).Get(ctx, c.Name, metav1.GetOptions{})
+	obj, err := dyn.Resource(kind.GVR).Namespace(ns).Get(ctx, c.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return &State{Argo: argo}, nil
 	}
@@ -81,12 +72,12 @@ func Read(ctx context.Context, cfg *rest.Config, c diffing.Controller) (*State, 
 		return nil, fmt.Errorf("reading live %s %s/%s: %w", c.Kind, ns, c.Name, err)
 	}
 	st := &State{Exists: true, Argo: argo}
-	switch c.Kind {
-	case "Application":
+	switch kind {
+	case diffing.ArgoCDApplication:
 		readApplication(obj, st)
-	case "Kustomization":
+	case diffing.FluxKustomization:
 		readKustomization(obj, st)
-	case "HelmRelease":
+	case diffing.FluxHelmRelease:
 		readHelmRelease(obj, st)
 	}
 	return st, nil
@@ -192,11 +183,12 @@ func Findings(gitCtrl diffing.Controller, live *State) []diffing.Finding {
 	if live == nil {
 		return nil
 	}
+	kind, _ := liveKind(gitCtrl.Kind)
 	ns := gitCtrl.Namespace
 	if ns == "" {
-		ns = defaultNamespaces[gitCtrl.Kind]
+		ns = kind.DefaultNamespace
 	}
-	key := render.ObjectKey{Group: resources[gitCtrl.Kind].Group, Kind: gitCtrl.Kind, Namespace: ns, Name: gitCtrl.Name}
+	key := render.ObjectKey{Group: kind.GVR.Group, Kind: gitCtrl.Kind, Namespace: ns, Name: gitCtrl.Name}
 	name := gitCtrl.Kind + " " + gitCtrl.Name
 	on := "on the cluster"
 	if live.Cluster != "" {

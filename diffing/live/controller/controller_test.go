@@ -259,7 +259,7 @@ func testReadErrors(t *testing.T) {
 		}
 	})
 	t.Run("unsupported kind", func(t *testing.T) {
-		_, err := controller.Read(t.Context(), cluster.Config(), diffing.Controller{Kind: "config", Name: "x"})
+		_, err := controller.Read(t.Context(), cluster.Config(), diffing.Controller{Kind: diffing.ArgoCDApplicationSet.Kind, Name: "x"})
 		if err == nil || !strings.Contains(err.Error(), "unsupported kind") {
 			t.Fatalf("Read error = %v; want unsupported kind", err)
 		}
