@@ -465,8 +465,12 @@ func (p *pipeline) markPreExisting(ctx context.Context, tr *diffing.TargetReport
 	baseLive := in.Live
 	if in.Live != nil && in.Live.Err == nil && lr.reader != nil {
 		// What applying the base would do: a second read, since the predictions
-		// (conflicts, apply errors) depend on the objects applied.
-		baseLive = lr.reader.Read(ctx, in.Base, in.Base, lr.opts)
+		// (conflicts, apply errors) depend on the objects applied. An object the
+		// PR does not change is the same apply as in the first read, whose
+		// prediction it takes.
+		o := lr.opts
+		o.Reuse = &live.Reuse{Base: in.Base, Head: in.Head, State: in.Live}
+		baseLive = lr.reader.Read(ctx, in.Base, in.Base, o)
 	}
 	atBase := diffing.Diff(diffing.Input{Name: in.Name, Path: in.Path, Cluster: in.Cluster,
 		Base: in.Base, Head: in.Base, Live: baseLive}, opts)

@@ -34,6 +34,19 @@ type Options struct {
 	// MaskSecrets hides Secret values in Prediction.Object (as diffing.Mask does).
 	// Errors never carry Secret values, whatever this says.
 	MaskSecrets bool
+	// Reuse, when set, is an earlier Read of the same Reader with the same
+	// options otherwise; its predictions are taken where the apply is the same.
+	Reuse *Reuse
+}
+
+// Reuse is an earlier read: the base and head it was given and what it returned.
+// A Read given it takes the prediction of a head object from it when that object,
+// its base and its live object are the same as then, since the same apply gives
+// the same prediction; the bot's second read that judges the base
+// (markPreExisting) thereby simulates only the objects the PR changes.
+type Reuse struct {
+	Base, Head render.ObjectSet
+	State      *diffing.LiveState
 }
 
 // Tracking holds the marks GitOps tools put on the objects they manage. Empty fields

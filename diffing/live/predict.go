@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -43,6 +44,7 @@ type job struct {
 // or dry-run.
 func (st *read) predict(ctx context.Context, base, head render.ObjectSet, out *diffing.LiveState) {
 	baseObjs := base.Index()
+	reuse := st.reusable(baseObjs, head, out)
 	var jobs []job
 	for _, o := range head.Objects {
 		if o.Obj == nil {
@@ -65,6 +67,10 @@ func (st *read) predict(ctx context.Context, base, head render.ObjectSet, out *d
 			ns := st.liveKey(o.Key, res).Namespace
 			if live != nil {
 				ns = live.GetNamespace()
+			}
+			if p, ok := reuse[o.Key]; ok {
+				out.Predictions[o.Key] = p
+				continue
 			}
 			j := job{key: o.Key, res: res, head: st.prepare(o.Obj, res, ns), live: live}
 			if b := baseObjs[o.Key]; b != nil && b.Obj != nil {
@@ -94,6 +100,44 @@ func (st *read) predict(ctx context.Context, base, head render.ObjectSet, out *d
 		}()
 	}
 	wg.Wait()
+}
+
+// reusable returns the predictions of opts.Reuse whose apply this read repeats:
+// the same head object onto the same live object, with the same base object (a
+// copy each, as the caller may change what it gets).
+func (st *read) reusable(baseObjs map[render.ObjectKey]*render.Object, head render.ObjectSet, out *diffing.LiveState) map[render.ObjectKey]diffing.Prediction {
+	ru := st.opts.Reuse
+	if ru == nil || ru.State == nil || ru.State.Err != nil {
+		return nil
+	}
+	prevBase, prevHead := ru.Base.Index(), ru.Head.Index()
+	same := func(a, b *render.Object) bool {
+		if a == nil || b == nil {
+			return a == nil && b == nil
+		}
+		if a.Obj == nil || b.Obj == nil {
+			return a.Obj == nil && b.Obj == nil
+		}
+		return reflect.DeepEqual(a.Obj.Object, b.Obj.Object)
+	}
+	reuse := map[render.ObjectKey]diffing.Prediction{}
+	for i := range head.Objects {
+		o := &head.Objects[i]
+		p, ok := ru.State.Predictions[o.Key]
+		if !ok || o.Obj == nil || !same(o, prevHead[o.Key]) || !same(baseObjs[o.Key], prevBase[o.Key]) {
+			continue
+		}
+		lo, plo := out.Objects[o.Key], ru.State.Objects[o.Key]
+		if (lo == nil) != (plo == nil) || (lo != nil && !reflect.DeepEqual(lo.Object, plo.Object)) {
+			continue
+		}
+		if p.Object != nil {
+			p.Object = p.Object.DeepCopy()
+		}
+		p.Conflicts = slices.Clone(p.Conflicts)
+		reuse[o.Key] = p
+	}
+	return reuse
 }
 
 // prepare returns head as an apply request: without server-set metadata, in
