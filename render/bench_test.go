@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftpreview/driftpreview/fixtures/bench"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -87,4 +88,43 @@ func cpuNow() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
 	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
+}
+
+// BenchmarkRenderBenchTarget renders one target of each kind of `make bench`'s
+// generated repository (fixtures/bench), in this process and in a warm render
+// process, so a CPU profile of the in-process case shows where a render goes:
+//
+//	go test ./render -run '^$' -bench RenderBenchTarget -cpuprofile cpu.out
+func BenchmarkRenderBenchTarget(b *testing.B) {
+	r, err := bench.Generate(10, bench.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if err := bench.Write(dir, r.Files); err != nil {
+		b.Fatal(err)
+	}
+	seen := map[bench.Kind]bool{}
+	for _, t := range r.Targets {
+		if seen[t.Kind] {
+			continue
+		}
+		seen[t.Kind] = true
+		opts := t.RenderOptionsFor(r.Variant)
+		for _, mode := range []struct {
+			name string
+			fn   func(context.Context, string, string, render.Options) (render.ObjectSet, error)
+		}{{"in-process", render.RenderInProcess}, {"child", render.Render}} {
+			b.Run(string(t.Kind)+"/"+mode.name, func(b *testing.B) {
+				b.ReportAllocs()
+				start := cpuNow()
+				for b.Loop() {
+					if _, err := mode.fn(b.Context(), dir, t.Path, opts); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64((cpuNow()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
 }

@@ -104,6 +104,9 @@ type Options struct {
 	// Remote fetches remote charts as the server config's remote: block allows;
 	// nil fetches nothing.
 	Remote *remote.Fetcher
+	// RenderCache keeps renders on disk across jobs (under the work dir); nil
+	// keeps them only in memory.
+	RenderCache *preview.DiskCache
 	// ArgoClusters, when not nil, are Argo CD's clusters for the ApplicationSet
 	// clusters generator (the server config's argocd.clusters).
 	ArgoClusters []gitops.ArgoCluster
@@ -345,7 +348,7 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 	rep, err := j.w.preview.Preview(ctx, preview.Request{
 		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, BaseBranch: j.pr.BaseRef, RepoURLs: repoURLs(spec.URL, spec.WebURL),
 		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster, ArgoCDCluster: j.w.opts.ArgoCDCluster, ArgoClusters: j.w.opts.ArgoClusters,
-		Remote: j.w.opts.Remote, Now: j.w.opts.Now(),
+		Remote: j.w.opts.Remote, RenderCache: j.w.opts.RenderCache, Now: j.w.opts.Now(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("previewing %s..%s: %w", short(j.pr.BaseSHA), short(j.pr.HeadSHA), err)

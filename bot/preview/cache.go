@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/driftpreview/driftpreview/render"
@@ -32,6 +33,10 @@ type renderCache struct {
 	output    int64
 	maxOutput int64
 	content   *contentCache
+	// disk, when set, keeps renders by content across runs (Request.RenderCache).
+	disk *DiskCache
+	// inflight marks the content keys being rendered now (flight).
+	inflight map[string]chan struct{}
 }
 
 // maxJobOutputBytes caps the rendered manifests of one preview (all targets, base
@@ -52,7 +57,7 @@ func newRenderCache() *renderCache {
 func (c *renderCache) render(ctx context.Context, root, path string, opts render.Options) (render.ObjectSet, error) {
 	o, err := json.Marshal(opts)
 	if err != nil {
-		return render.Render(ctx, root, path, opts)
+		return c.run(ctx, root, path, opts)
 	}
 	key := root + "\x00" + path + "\x00" + string(o)
 	c.mu.Lock()
@@ -62,21 +67,29 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 		return r.set, r.err
 	}
 	ckey, shareable := "", false
-	if c.content != nil {
+	if c.content != nil || c.disk != nil {
 		ckey, shareable = render.ContentKey(root, path, opts)
 	}
 	var set render.ObjectSet
 	hit := false
 	if shareable {
-		set, hit = c.content.get(ckey)
+		// Base and head render at the same time: a target alike at both
+		// waits for the one render of the other side.
+		defer c.flight(ckey)()
+		set, hit = c.lookup(ckey)
 	}
 	if !hit {
-		set, err = render.Render(ctx, root, path, opts)
+		set, err = c.run(ctx, root, path, opts)
 		if ctx.Err() != nil {
 			return set, err
 		}
 		if shareable && err == nil {
-			c.content.put(ckey, set)
+			if c.content != nil {
+				c.content.put(ckey, set)
+			}
+			if c.disk != nil {
+				c.disk.put(ckey, set)
+			}
 		}
 	}
 	c.mu.Lock()
@@ -93,6 +106,68 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 	c.mu.Unlock()
 	return set, err
 }
+
+// lookup finds a render by content key in memory, then on disk.
+func (c *renderCache) lookup(ckey string) (render.ObjectSet, bool) {
+	if c.content != nil {
+		if set, ok := c.content.get(ckey); ok {
+			if c.disk != nil {
+				c.disk.keep(ckey, set) // for the next process
+			}
+			return set, true
+		}
+	}
+	if c.disk != nil {
+		if set, ok := c.disk.get(ckey); ok {
+			if c.content != nil {
+				c.content.put(ckey, set)
+			}
+			return set, true
+		}
+	}
+	return render.ObjectSet{}, false
+}
+
+// flight waits while another render of ckey runs in this process, then marks
+// ckey as running; the function it returns ends that.
+func (c *renderCache) flight(ckey string) func() {
+	for {
+		c.mu.Lock()
+		if c.inflight == nil {
+			c.inflight = map[string]chan struct{}{}
+		}
+		ch, busy := c.inflight[ckey]
+		if !busy {
+			done := make(chan struct{})
+			c.inflight[ckey] = done
+			c.mu.Unlock()
+			return func() {
+				c.mu.Lock()
+				delete(c.inflight, ckey)
+				c.mu.Unlock()
+				close(done)
+			}
+		}
+		c.mu.Unlock()
+		<-ch
+	}
+}
+
+// run renders, at most one render per CPU at a time: base and head of the
+// targets in flight share the CPUs.
+func (c *renderCache) run(ctx context.Context, root, path string, opts render.Options) (render.ObjectSet, error) {
+	select {
+	case renderSlots <- struct{}{}:
+	case <-ctx.Done():
+		return render.ObjectSet{}, fmt.Errorf("rendering %s: %w", path, ctx.Err())
+	}
+	defer func() { <-renderSlots }()
+	return render.Render(ctx, root, path, opts)
+}
+
+// renderSlots bounds the renders running at once in this process (of all jobs)
+// by the CPUs: each is a render process working flat out.
+var renderSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 
 // contentCache holds renders by render.ContentKey, least recently used first
 // out, up to max bytes of rendered manifests. Each caller gets its own copy of

@@ -82,6 +82,9 @@ type Request struct {
 	// fetches nothing. It comes from the server config or the CLI, never from
 	// the repository.
 	Remote *remote.Fetcher
+	// RenderCache, when set, keeps renders on disk by content across runs
+	// (DiskCache): the CLI's under the user cache dir, serve's under its work dir.
+	RenderCache *DiskCache
 }
 
 // Run executes the whole pipeline for one request and returns the report. An error
@@ -150,6 +153,10 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		urls = append(urls, origin)
 	}
 	cache := newRenderCache()
+	if req.RenderCache != nil {
+		cache.disk = req.RenderCache
+		defer req.RenderCache.Trim()
+	}
 	targets, notes, atBase, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req, cache)
 	if err != nil {
 		return nil, err
@@ -273,6 +280,20 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	}
 	in := diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}
 	var baseNote, headNote string
+	// Base and head render at the same time (the render cache bounds how many
+	// renders run at once by CPUs, and renders a target alike at both once).
+	var headDone chan struct{}
+	if t.Controller == nil || !t.Controller.Deleted {
+		ht := t
+		if h := t.HeadSide; h != nil {
+			ht.Path, ht.Render, ht.Substitute = h.Path, h.Render, h.Substitute
+		}
+		headDone = make(chan struct{})
+		go func() {
+			defer close(headDone)
+			in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, ht)
+		}()
+	}
 	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.baseDir, t)
 	var adopted []render.ObjectKey
 	if c := t.Controller; c != nil && c.Generator != "" && !c.Deleted && !p.atBase[discover.Key(t)] {
@@ -297,11 +318,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 			}
 		}
 	} else {
-		ht := t
-		if h := t.HeadSide; h != nil {
-			ht.Path, ht.Render, ht.Substitute = h.Path, h.Render, h.Substitute
-		}
-		in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, ht)
+		<-headDone
 	}
 	// Later steps rebuild the sets (identify, live), which drops Charts.
 	baseCharts, headCharts := in.Base.Charts, in.Head.Charts

@@ -111,6 +111,8 @@ type previewFlags struct {
 	// allowRemote, remoteConfig and remoteCache make the remote policy.
 	allowRemote               stringList
 	remoteConfig, remoteCache *string
+	// cacheDir is the render cache's directory ("off": none).
+	cacheDir *string
 }
 
 func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
@@ -128,6 +130,7 @@ func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
 	fl.Var(&p.allowRemote, "allow-remote", "fetch remote charts (Helm repositories of Flux and Argo CD objects, unvendored chart dependencies) from URLs under this `prefix` (repeatable); nothing is fetched by default, and loopback, link-local and private addresses only when a prefix names them")
 	p.remoteConfig = fl.String("remote-config", "", "YAML `file` with a remote: block (the server config's: allow with credential files, timeout, caps, cache), e.g. server.yaml; --allow-remote adds prefixes to it")
 	p.remoteCache = fl.String("remote-cache", "", "`dir` of the cache of fetched charts (default: the user cache dir's driftpreview/remote)")
+	p.cacheDir = fl.String("cache-dir", "", "`dir` of the render cache, renders kept by the content of their input files so the next run takes unchanged targets from it (default: the user cache dir's driftpreview/renders, e.g. $XDG_CACHE_HOME/driftpreview/renders); off for none")
 	fl.Var(&p.repoURLs, "repo-url", "a URL of this repository, so Argo CD and Flux objects pointing at it are found (repeatable; the origin remote is always used)")
 	return p
 }
@@ -145,6 +148,9 @@ func (p *previewFlags) request() (preview.Request, error) {
 		return req, err
 	}
 	req.Remote = f
+	if req.RenderCache, err = p.renderCache(); err != nil {
+		return req, err
+	}
 	kubeconfig := *p.kubeconfig
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv("KUBECONFIG")
@@ -162,6 +168,30 @@ func (p *previewFlags) request() (preview.Request, error) {
 		}
 	}
 	return req, nil
+}
+
+// renderCache opens the render cache on disk: --cache-dir, else under the
+// user cache dir; nil with --cache-dir off, or when there is no cache dir.
+func (p *previewFlags) renderCache() (*preview.DiskCache, error) {
+	dir := *p.cacheDir
+	switch dir {
+	case "off":
+		return nil, nil
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return nil, nil // no home, no XDG_CACHE_HOME: no cache
+		}
+		dir = filepath.Join(base, "driftpreview", "renders")
+	}
+	c, err := preview.OpenDiskCache(dir, 0)
+	if err != nil && *p.cacheDir == "" {
+		return nil, nil // a read-only home: run without the cache
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--cache-dir: %w", err)
+	}
+	return c, nil
 }
 
 // fetcher builds the remote policy from --remote-config and --allow-remote;

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -212,5 +213,45 @@ func TestRunPreviewRepoURL(t *testing.T) {
 		if !strings.Contains(stdout.String(), `"name": "shop"`) {
 			t.Errorf("%v: the shop Application was not discovered:\n%.3000s", tt.args, stdout.String())
 		}
+	}
+}
+
+// TestRunPreviewRenderCache: preview keeps renders on disk under the user cache
+// dir ($XDG_CACHE_HOME/driftpreview/renders), or --cache-dir, and none with
+// --cache-dir off; a second run gives the same report.
+func TestRunPreviewRenderCache(t *testing.T) {
+	repo := scenarioRepo(t, "04-pvc-data-loss")
+	t.Setenv("KUBECONFIG", "")
+	xdg := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", xdg)
+	entries := func(dir string) int {
+		es, _ := filepath.Glob(filepath.Join(dir, "objects", "*"))
+		return len(es)
+	}
+	run := func(extra ...string) string {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"--repo", repo, "--base", "base", "--head", "head", "--format", "json", "--all-targets"}, extra...)
+		if code := runPreview(context.Background(), args, &stdout, &stderr); code != exitFailing {
+			t.Fatalf("exit %d, want %d: %s", code, exitFailing, stderr.String())
+		}
+		return regexp.MustCompile(`"generatedAt": "[^"]*"`).ReplaceAllString(stdout.String(), "")
+	}
+	def := filepath.Join(xdg, "driftpreview", "renders")
+	first := run()
+	if entries(def) == 0 {
+		t.Fatalf("no render kept under %s", def)
+	}
+	if again := run(); again != first {
+		t.Errorf("the second run's report differs:\n%s\nwant\n%s", again, first)
+	}
+	own := filepath.Join(t.TempDir(), "renders")
+	run("--cache-dir", own)
+	if entries(own) == 0 {
+		t.Errorf("no render kept under --cache-dir %s", own)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	run("--cache-dir", "off")
+	if es, _ := filepath.Glob(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "*")); len(es) != 0 {
+		t.Errorf("--cache-dir off wrote %v", es)
 	}
 }

@@ -99,6 +99,8 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 	jo := jobs.DefaultOptions()
 	jo.AllowForkPRs = cfg.AllowForkPRs
 	clusters := map[string]preview.Cluster{}
+	// Discovery and OpenAPI answers serve every job for their TTL.
+	discovery := jobs.NewDiscoveryCache(jobs.DefaultDiscoveryTTL)
 	var errs []error
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range cfg.Clusters {
@@ -112,6 +114,7 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 			errs = append(errs, err)
 			continue
 		}
+		cl.Config = discovery.Wrap(name, cl.Config)
 		clusters[name] = cl
 		log.Info("cluster configured", "cluster", name, "liveMode", cl.LiveMode, "kubeconfig", cfg.Clusters[name].Kubeconfig, "context", cfg.Clusters[name].Context)
 	}
@@ -147,6 +150,11 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		}
 		log.Info("remote fetching allowed", "prefixes", prefixes, "cacheDir", pol.CacheDir)
 	}
+	rc, err := preview.OpenDiskCache(filepath.Join(cfg.WorkDir, "render-cache"), 0)
+	if err != nil {
+		return server.Options{}, fmt.Errorf("server config: workDir: %w", err)
+	}
+	jo.RenderCache = rc
 	served := slices.Sorted(func(yield func(string) bool) {
 		for k := range hosts {
 			if !yield(k) {

@@ -318,3 +318,65 @@ func (c *Cache) entries() ([]entry, int64) {
 	}
 	return out, total
 }
+
+// Lookup returns the path of the file entry key when it exists, marking it
+// used; it never fills it.
+func (c *Cache) Lookup(key string) (string, bool) {
+	if !validKey(key) {
+		return "", false
+	}
+	final := filepath.Join(c.dir, "objects", key)
+	return final, c.fresh(final, 0)
+}
+
+// Remove deletes the file entry key (one found corrupt, say), under its lock
+// so a process filling it is not disturbed.
+func (c *Cache) Remove(key string) error {
+	if !validKey(key) {
+		return fmt.Errorf("invalid cache key %q", key)
+	}
+	unlock, err := c.lock(filepath.Join(c.dir, "locks", key+".lock"), unix.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := os.Remove(filepath.Join(c.dir, "objects", key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remote cache: %w", err)
+	}
+	return nil
+}
+
+// SetGrace sets how long an entry used is kept even over the size limit
+// (10 minutes by default: a render may be reading a fetched chart). A cache
+// whose entries are read whole at once (renders) can use 0.
+func (c *Cache) SetGrace(d time.Duration) { c.grace = d }
+
+// Put writes the file entry key with fill (to a temporary file, then renamed
+// into place, so readers see a whole entry or none), replacing any. Unlike
+// File it neither takes the entry's lock nor evicts: for many small entries
+// written whole, whose writers call Trim once in a while.
+func (c *Cache) Put(key string, fill func(w io.Writer) error) error {
+	if !validKey(key) {
+		return fmt.Errorf("invalid cache key %q", key)
+	}
+	tmp, err := os.CreateTemp(filepath.Join(c.dir, "tmp"), key+"-*")
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	err = fill(tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(c.dir, "objects", key))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("cache: %w", err)
+	}
+	return nil
+}
+
+// Trim removes least recently used entries until the cache is under its size
+// limit (as every fill of File and Tree does).
+func (c *Cache) Trim() { c.evict() }
