@@ -30,7 +30,7 @@ var diskFiles = map[string]string{
 
 // diskRun renders path in root the way one preview run does, with the render
 // cache on disk in dir and nothing in memory from other runs.
-func diskRun(t *testing.T, dir, root, path string) (render.ObjectSet, error, *DiskCache, *renderCache) {
+func diskRun(t *testing.T, dir, root, path string) (render.ObjectSet, *DiskCache, *renderCache, error) {
 	t.Helper()
 	d, err := OpenDiskCache(dir, 0)
 	if err != nil {
@@ -41,7 +41,7 @@ func diskRun(t *testing.T, dir, root, path string) (render.ObjectSet, error, *Di
 	c.disk = d
 	set, err := c.render(t.Context(), root, path, render.DefaultOptions())
 	d.Trim()
-	return set, err, d, c
+	return set, d, c, err
 }
 
 func diskEntries(t *testing.T, dir string) []string {
@@ -60,7 +60,7 @@ func diskEntries(t *testing.T, dir string) []string {
 func TestDiskCacheHitMiss(t *testing.T) {
 	dir := t.TempDir()
 	base := writeFiles(t, diskFiles, nil)
-	first, err, d, c := diskRun(t, dir, base, "app")
+	first, d, c, err := diskRun(t, dir, base, "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestDiskCacheHitMiss(t *testing.T) {
 		t.Fatalf("first run: %d renders, %d hits, %d entries; want 1, 0, 1", c.misses, d.hits.Load(), len(diskEntries(t, dir)))
 	}
 	head := writeFiles(t, diskFiles, nil)
-	again, err, d, c := diskRun(t, dir, head, "app")
+	again, d, c, err := diskRun(t, dir, head, "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestDiskCacheHitMiss(t *testing.T) {
 		}
 	}
 	changed := writeFiles(t, diskFiles, map[string]string{"base/deploy.yaml": strings.Replace(diskFiles["base/deploy.yaml"], "web:1", "web:2", 1)})
-	if _, err, _, c = diskRun(t, dir, changed, "app"); err != nil || c.misses != 1 {
+	if _, _, c, err = diskRun(t, dir, changed, "app"); err != nil || c.misses != 1 {
 		t.Errorf("a changed input: %d renders (err %v), want 1", c.misses, err)
 	}
 }
@@ -115,16 +115,16 @@ func unstructuredInt(obj map[string]any, fields ...string) (int64, bool, error) 
 func TestDiskCacheNeverKeepsFailuresOrUnknownInputs(t *testing.T) {
 	dir := t.TempDir()
 	root := writeFiles(t, diskFiles, nil)
-	if _, err, _, _ := diskRun(t, dir, root, "bad"); err == nil {
+	if _, _, _, err := diskRun(t, dir, root, "bad"); err == nil {
 		t.Fatal("bad: want a render error")
 	}
-	if _, err, _, _ := diskRun(t, dir, root, "gen"); err != nil {
+	if _, _, _, err := diskRun(t, dir, root, "gen"); err != nil {
 		t.Fatal(err)
 	}
 	if es := diskEntries(t, dir); len(es) != 0 {
 		t.Errorf("kept %v, want nothing", es)
 	}
-	if _, err, _, c := diskRun(t, dir, root, "bad"); err == nil || c.misses != 1 {
+	if _, _, c, err := diskRun(t, dir, root, "bad"); err == nil || c.misses != 1 {
 		t.Errorf("bad again: %d renders (err %v), want 1 and an error", c.misses, err)
 	}
 }
@@ -141,7 +141,7 @@ func TestDiskCacheCorruptEntry(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			want, err, _, _ := diskRun(t, dir, root, "app")
+			want, _, _, err := diskRun(t, dir, root, "app")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,7 @@ func TestDiskCacheCorruptEntry(t *testing.T) {
 			if err := os.WriteFile(es[0], spoilt, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err, d, c := diskRun(t, dir, root, "app")
+			got, d, c, err := diskRun(t, dir, root, "app")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestDiskCacheCorruptEntry(t *testing.T) {
 			if !reflect.DeepEqual(got.Objects, want.Objects) {
 				t.Errorf("the render after a corrupt entry differs")
 			}
-			if _, _, d, c := diskRun(t, dir, root, "app"); c.misses != 0 || d.hits.Load() != 1 {
+			if _, d, c, _ := diskRun(t, dir, root, "app"); c.misses != 0 || d.hits.Load() != 1 {
 				t.Errorf("after re-rendering: %d renders, %d hits; want a hit", c.misses, d.hits.Load())
 			}
 		})
