@@ -592,6 +592,56 @@ var gitopsCases = []gitopsCase{
 			wantChange(t, rep, "g80-db", "CustomResourceDefinition/widgets.g80.example.com", diffing.ActionDeleted, diffing.ActionDeleted)
 		},
 	},
+	// A kustomize overlay whose base is another git repository pinned at a
+	// tag, served over git's smart HTTP protocol and allowed by the policy: the
+	// PR moves the ref v1 → v2, which renames the StatefulSet. Both refs are
+	// fetched and rendered.
+	{
+		name:    "82-argo-remote-base-ref-bump",
+		must:    []string{"rename StatefulSet/g82/db"},
+		mustNot: []string{"not-rendered"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g82-db")
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return regexp.MustCompile(`^remote base db from http://\S+/platform\.git: v1 resolves to [0-9a-f]{40} at base; v2 resolves to [0-9a-f]{40} at head`).MatchString(n)
+			}) {
+				t.Errorf("the notes do not name the refs and commits at base and head: %q", tr.Notes)
+			}
+			wantChange(t, rep, "g82-db", "StatefulSet/g82/db", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantChange(t, rep, "g82-db", "StatefulSet/g82/db-main", diffing.ActionCreated, diffing.ActionCreated)
+		},
+	},
+	// A local chart whose dependency is not vendored (Chart.yaml + Chart.lock,
+	// no charts/): built like helm dependency build from the served repository
+	// at base and head; the PR bumps the locked version 1.0.0 → 2.0.0, which
+	// renames the StatefulSet and drops the CRD while a Gizmo exists.
+	{
+		name:    "83-argo-unvendored-dependency-bump",
+		must:    []string{"rename StatefulSet/g83/app-db", "prune-cascade CustomResourceDefinition/gizmos.g83.example.com"},
+		mustNot: []string{"not-rendered", "ConfigMap/g83/app-settings"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g83-app")
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return regexp.MustCompile(`^chart dependency db from http://\S+: 1\.0\.0 resolves to 1\.0\.0 at base; 2\.0\.0 resolves to 2\.0\.0 at head`).MatchString(n)
+			}) {
+				t.Errorf("the notes do not name the dependency's versions at base and head: %q", tr.Notes)
+			}
+			wantChange(t, rep, "g83-app", "StatefulSet/g83/app-db", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantChange(t, rep, "g83-app", "StatefulSet/g83/app-db-main", diffing.ActionCreated, diffing.ActionCreated)
+			wantChange(t, rep, "g83-app", "ConfigMap/g83/app-settings", diffing.ActionUnchanged, diffing.ActionUnchanged)
+		},
+		variants: []gitopsVariant{{
+			// Chart.yaml bumped without Chart.lock: helm dependency build
+			// fails ("the lock file is out of sync"): listed as not rendered
+			// with that reason, as any source that cannot be built.
+			name:    "lock-out-of-sync",
+			edits:   map[string][2]string{"head/charts/app/Chart.lock": {"version: 2.0.0", "version: 1.0.0"}},
+			must:    []string{"not-rendered Application/argocd/g83-app"},
+			mustNot: []string{"rename", "prune"},
+		}},
+	},
 	{
 		name: "44-argo-csa-changes",
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
