@@ -347,6 +347,27 @@ func TestIgnoreRules(t *testing.T) {
 			},
 		},
 		{
+			// Nothing is left to show, yet the hidden lines are counted.
+			name: "a change only in ignored paths",
+			in: func(t *testing.T) Input {
+				replicasOnly := strings.Replace(webBase, "replicas: 2", "replicas: 3", 1)
+				return Input{Base: set(t, webBase), Head: set(t, replicasOnly)}
+			},
+			opts: func(o *Options) {
+				o.Ignore = []IgnoreRule{{Kind: "Deployment", Paths: []string{"/spec/replicas"}, Reason: "HPA owns replicas"}}
+			},
+			want: []string{},
+			check: func(t *testing.T, got TargetReport) {
+				want := Summary{Unchanged: 1, IgnoredLines: 2}
+				if diff := cmp.Diff(want, got.Summary); diff != "" {
+					t.Errorf("summary (-want +got):\n%s", diff)
+				}
+				if c := got.Changes[0]; c.Action != ActionUnchanged || c.Diff != "" {
+					t.Errorf("change = %s with diff %q, want unchanged without one", c.Action, c.Diff)
+				}
+			},
+		},
+		{
 			name: "ignore managers and rules with globs",
 			in:   in,
 			opts: func(o *Options) {
