@@ -60,15 +60,20 @@ type Options struct {
 
 // OCISource is a Flux OCIRepository: spec.url, spec.ref (digest wins over
 // semver, semver over tag; none means "latest"), spec.layerSelector and
-// spec.insecure.
+// spec.insecure. With Renderer helm (a HelmRelease's chartRef to an
+// OCIRepository) the artifact is a chart, rendered as the target; otherwise
+// the target path is read inside it.
 type OCISource struct {
-	URL       string `json:"url"`
-	Tag       string `json:"tag,omitempty"`
-	SemVer    string `json:"semver,omitempty"`
-	Digest    string `json:"digest,omitempty"`
-	MediaType string `json:"mediaType,omitempty"`
-	Operation string `json:"operation,omitempty"`
-	Insecure  bool   `json:"insecure,omitempty"`
+	URL    string `json:"url"`
+	Tag    string `json:"tag,omitempty"`
+	SemVer string `json:"semver,omitempty"`
+	// SemverFilter is spec.ref.semverFilter (a regular expression the tags
+	// must match before SemVer is applied).
+	SemverFilter string `json:"semverFilter,omitempty"`
+	Digest       string `json:"digest,omitempty"`
+	MediaType    string `json:"mediaType,omitempty"`
+	Operation    string `json:"operation,omitempty"`
+	Insecure     bool   `json:"insecure,omitempty"`
 }
 
 func (s OCISource) String() string {
@@ -76,6 +81,8 @@ func (s OCISource) String() string {
 	switch {
 	case s.Digest != "":
 		ref = "@" + s.Digest
+	case s.SemVer != "" && s.SemverFilter != "":
+		ref = " " + s.SemVer + " (tags matching " + s.SemverFilter + ")"
 	case s.SemVer != "":
 		ref = " " + s.SemVer
 	case ref == "":

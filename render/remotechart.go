@@ -75,7 +75,7 @@ func prefetch(ctx context.Context, root, target string, opts *Options) (string, 
 		if opts.Remote == nil {
 			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: remote sources are not fetched (allow the registry with --allow-remote oci://host/path or the server config's remote: block)", o)}}
 		}
-		art, err := opts.Remote.OCIArtifact(ctx, oci.Ref{URL: o.URL, Tag: o.Tag, SemVer: o.SemVer, Digest: o.Digest}, o.MediaType, o.Operation, o.Insecure)
+		art, err := opts.Remote.OCIArtifact(ctx, oci.Ref{URL: o.URL, Tag: o.Tag, SemVer: o.SemVer, SemverFilter: o.SemverFilter, Digest: o.Digest}, o.MediaType, o.Operation, o.Insecure)
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", "", nil, fmt.Errorf("fetching %s: %w", o, ctx.Err())
@@ -84,7 +84,15 @@ func prefetch(ctx context.Context, root, target string, opts *Options) (string, 
 		}
 		resolved = append(resolved, ResolvedChart{RepoURL: art.URL, Requested: art.Requested, Version: art.Revision, Artifact: true})
 		root = art.Dir
-		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(target))); err != nil {
+		if opts.Renderer == RendererHelm {
+			// A HelmRelease's chartRef to an OCIRepository: helm-controller
+			// loads the artifact as a chart archive (<name>/Chart.yaml inside).
+			dir, err := remote.ChartRoot(art.Dir, "")
+			if err != nil {
+				return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s (resolved to %s) is not a Helm chart: %v", o, art.Revision, err)}}
+			}
+			root, target = dir, "."
+		} else if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(target))); err != nil {
 			return "", "", nil, &Error{File: target, Err: fmt.Errorf("path %s does not exist in %s (resolved to %s)", target, o, art.Revision)}
 		}
 	}

@@ -113,3 +113,87 @@ func TestRenderRemoteBase(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderOCIRepositoryFilterAndCopy: spec.ref.semverFilter keeps only the
+// matching tags before the range picks the highest (source-controller's
+// filterTags + getTagBySemver); layerSelector operation copy renders the same
+// tree as extract (kustomize-controller untars the copied layer); a chartRef
+// HelmRelease renders the OCIRepository's chart layer (pushed by Helm's
+// registry client) as its chart.
+func TestRenderOCIRepositoryFilterAndCopy(t *testing.T) {
+	reg := ocitest.Start(t)
+	for _, tag := range []string{"1.0.0", "1.1.0-rc.1", "2.0.0"} {
+		reg.PushFiles(t, "manifests/app", tag, map[string]string{
+			"deploy/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-" + strings.ReplaceAll(tag, ".", "-") + "\n",
+		})
+	}
+	for _, v := range []string{"6.0.0", "6.1.0", "7.0.0"} {
+		reg.PushChart(t, "charts", ocitest.Chart(t, "podinfo", v, map[string]string{
+			"values.yaml":       "replicas: 1\n",
+			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-" + strings.ReplaceAll(v, ".", "-") + "\ndata:\n  replicas: {{ .Values.replicas | quote }}\n",
+		}))
+	}
+	checkout := t.TempDir()
+	ctx := context.Background()
+	f := fetcher(t, "oci://"+reg.Host()+"/")
+	for _, tc := range []struct {
+		name string
+		src  render.OCISource
+		want string
+	}{
+		{"semver", render.OCISource{SemVer: ">=1.0.0-0"}, "ConfigMap/app-2-0-0"},
+		{"semverFilter rc", render.OCISource{SemVer: ">=1.0.0-0", SemverFilter: ".*-rc.*"}, "ConfigMap/app-1-1-0-rc-1"},
+		{"semverFilter 1.x", render.OCISource{SemVer: "*", SemverFilter: "^1\\."}, "ConfigMap/app-1-0-0"},
+		{"copy", render.OCISource{Tag: "2.0.0", MediaType: "application/vnd.cncf.flux.content.v1.tar+gzip", Operation: "copy"}, "ConfigMap/app-2-0-0"},
+	} {
+		opts := render.DefaultOptions()
+		opts.Renderer = render.RendererKustomize
+		opts.Remote = f
+		src := tc.src
+		src.URL = reg.URL("manifests/app")
+		opts.OCI = &src
+		set, err := render.Render(ctx, checkout, "deploy", opts)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := kindNames(set); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	// A filter no tag passes, and one that is not a regular expression.
+	for name, filter := range map[string]string{"not found": "^9\\.", "invalid": "(["} {
+		opts := render.DefaultOptions()
+		opts.Renderer = render.RendererKustomize
+		opts.Remote = f
+		opts.OCI = &render.OCISource{URL: reg.URL("manifests/app"), SemVer: "*", SemverFilter: filter}
+		_, err := render.Render(ctx, checkout, "deploy", opts)
+		if reason, ok := render.IsUnavailable(err); !ok || !strings.Contains(reason, name) {
+			t.Errorf("filter %q: %v, want %s", filter, err, name)
+		}
+	}
+
+	// chartRef → OCIRepository selecting the Helm chart layer with copy.
+	opts := render.DefaultOptions()
+	opts.Renderer = render.RendererHelm
+	opts.Remote = f
+	opts.Helm.ReleaseName = "web"
+	opts.Helm.Values = map[string]any{"replicas": 4}
+	opts.OCI = &render.OCISource{URL: reg.URL("charts/podinfo"), SemVer: "6.x", MediaType: "application/vnd.cncf.helm.chart.content.v1.tar+gzip", Operation: "copy"}
+	set, err := render.Render(ctx, checkout, "apps/podinfo", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kindNames(set); got != "ConfigMap/web-6-1-0" || set.Objects[0].Obj.Object["data"].(map[string]any)["replicas"] != "4" {
+		t.Errorf("chartRef OCIRepository: %s %v", got, set.Objects)
+	}
+	if len(set.Charts) != 1 || !strings.HasPrefix(set.Charts[0].Version, "6.1.0@sha256:") {
+		t.Errorf("resolved %+v", set.Charts)
+	}
+	// A layer that is not a chart.
+	opts.OCI = &render.OCISource{URL: reg.URL("manifests/app"), Tag: "1.0.0"}
+	_, err = render.Render(ctx, checkout, "apps/podinfo", opts)
+	if reason, ok := render.IsUnavailable(err); !ok || !strings.Contains(reason, "is not a Helm chart") {
+		t.Errorf("not a chart: %v", err)
+	}
+}

@@ -297,11 +297,12 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 		// An OCIRepository's artifact is fetched when the target is rendered
 		// (if the remote policy allows the registry), and spec.path is read
 		// inside it, as kustomize-controller does with the artifact.
-		src, reason := d.ociRepository(s.SourceRef, ns, t.Cluster)
+		src, notes, reason := d.ociRepository(s.SourceRef, ns, t.Cluster)
 		if src == nil {
 			return notRendered("source outside this repo: " + reason)
 		}
 		ociSrc = src
+		t.Notes = append(t.Notes, notes...)
 	} else if src := d.thisRepoSource(s.SourceRef, ns, t.Cluster, fx); src.otherRevision {
 		return notRendered("not affected by this PR: " + src.reason)
 	} else if !src.ok {
@@ -458,30 +459,33 @@ type fluxChartTemplate struct {
 
 // fluxHelmReleaseSpec is the part of a Flux HelmRelease discovery reads.
 type fluxHelmReleaseSpec struct {
-	Spec struct {
-		ReleaseName     string             `json:"releaseName"`
-		TargetNamespace string             `json:"targetNamespace"`
-		Suspend         bool               `json:"suspend"`
-		Chart           *fluxChartTemplate `json:"chart"`
-		ChartRef        *fluxSourceRef     `json:"chartRef"`
-		Values          map[string]any     `json:"values"`
-		ValuesFrom      []struct {
-			Kind       string `json:"kind"`
-			Name       string `json:"name"`
-			ValuesKey  string `json:"valuesKey"`
-			TargetPath string `json:"targetPath"`
-			Optional   bool   `json:"optional"`
-		} `json:"valuesFrom"`
-		Install *struct {
-			CRDs string `json:"crds"`
-		} `json:"install"`
-		Upgrade *struct {
-			Force bool `json:"force"`
-		} `json:"upgrade"`
-		DriftDetection *struct {
-			Mode string `json:"mode"`
-		} `json:"driftDetection"`
-	} `json:"spec"`
+	Spec fluxHelmReleaseBody `json:"spec"`
+}
+
+// fluxHelmReleaseBody is a HelmRelease's spec.
+type fluxHelmReleaseBody struct {
+	ReleaseName     string             `json:"releaseName"`
+	TargetNamespace string             `json:"targetNamespace"`
+	Suspend         bool               `json:"suspend"`
+	Chart           *fluxChartTemplate `json:"chart"`
+	ChartRef        *fluxSourceRef     `json:"chartRef"`
+	Values          map[string]any     `json:"values"`
+	ValuesFrom      []struct {
+		Kind       string `json:"kind"`
+		Name       string `json:"name"`
+		ValuesKey  string `json:"valuesKey"`
+		TargetPath string `json:"targetPath"`
+		Optional   bool   `json:"optional"`
+	} `json:"valuesFrom"`
+	Install *struct {
+		CRDs string `json:"crds"`
+	} `json:"install"`
+	Upgrade *struct {
+		Force bool `json:"force"`
+	} `json:"upgrade"`
+	DriftDetection *struct {
+		Mode string `json:"mode"`
+	} `json:"driftDetection"`
 }
 
 // fluxHelmRelease turns a HelmRelease into a Helm target; skipped is true when its
@@ -513,6 +517,23 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 		})
 	}
 	srcNS := ns // the namespace the chart's sourceRef defaults to
+	if r := s.ChartRef; r != nil && r.Kind == "OCIRepository" {
+		// A chartRef to an OCIRepository: helm-controller loads its artifact
+		// (usually the Helm chart layer, layerSelector operation copy) as the
+		// chart, with no valuesFiles. It is fetched when rendered, if the
+		// remote policy allows the registry.
+		src, notes, reason := d.ociRepository(*r, ns, t.Cluster)
+		if src == nil {
+			return notRendered("source outside this repo: chartRef " + reason)
+		}
+		t.Notes = append(t.Notes, notes...)
+		opts := render.DefaultOptions()
+		opts.Renderer = render.RendererHelm
+		opts.Namespace = t.Namespace
+		opts.OCI = src
+		t.Path = path.Dir(m.File)
+		return d.fluxReleaseValues(t, m, s, ns, fx, opts), false
+	}
 	if s.ChartRef != nil {
 		// A chartRef to a HelmChart object of the repository reads like
 		// spec.chart.spec (helm-controller: the HelmChart is what spec.chart
@@ -583,6 +604,12 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	if _, exists := detectRenderer(d.root, t.Path); !exists && opts.Helm.Chart == nil {
 		t.Notes = append(t.Notes, fmt.Sprintf("chart path %s does not exist in this checkout", t.Path))
 	}
+	return d.fluxReleaseValues(t, m, s, ns, fx, opts), false
+}
+
+// fluxReleaseValues fills the release name, CRD policy and values of a
+// HelmRelease's target and sets its render options.
+func (d *discovery) fluxReleaseValues(t config.Target, m *manifest, s fluxHelmReleaseBody, ns string, fx *fluxIndex, opts render.Options) config.Target {
 	opts.Helm.ReleaseName = s.ReleaseName
 	if opts.Helm.ReleaseName == "" {
 		opts.Helm.ReleaseName = m.Name
@@ -632,7 +659,7 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 		opts.Helm.Values = values
 	}
 	t.Render = opts
-	return t, false
+	return t
 }
 
 // helmChart finds the Flux HelmChart a chartRef names and turns its spec into a
@@ -716,12 +743,16 @@ type fluxOCIRepository struct {
 			Operation string `json:"operation"`
 		} `json:"layerSelector"`
 		Insecure bool `json:"insecure"`
+		Verify   *struct {
+			Provider string `json:"provider"`
+		} `json:"verify"`
 	} `json:"spec"`
 }
 
 // ociRepository finds the OCIRepository a sourceRef names (in the target's
-// cluster, or in no cluster) and returns it as a render source, or why not.
-func (d *discovery) ociRepository(ref fluxSourceRef, ns, cluster string) (*render.OCISource, string) {
+// cluster, or in no cluster) and returns it as a render source with the notes
+// the target gets, or why not.
+func (d *discovery) ociRepository(ref fluxSourceRef, ns, cluster string) (*render.OCISource, []string, string) {
 	ns = firstNonEmpty(ref.Namespace, ns)
 	for _, c := range clusterKeys(cluster) {
 		for _, m := range d.manifests {
@@ -731,24 +762,30 @@ func (d *discovery) ociRepository(ref fluxSourceRef, ns, cluster string) (*rende
 			}
 			var o fluxOCIRepository
 			if err := m.decode(&o); err != nil {
-				return nil, fmt.Sprintf("OCIRepository %s cannot be read: %v", nsName(ns, ref.Name), err)
+				return nil, nil, fmt.Sprintf("OCIRepository %s cannot be read: %v", nsName(ns, ref.Name), err)
 			}
 			s := o.Spec
 			if !strings.HasPrefix(s.URL, "oci://") {
-				return nil, fmt.Sprintf("OCIRepository %s: spec.url %q is not an oci:// URL", nsName(ns, ref.Name), s.URL)
+				return nil, nil, fmt.Sprintf("OCIRepository %s: spec.url %q is not an oci:// URL", nsName(ns, ref.Name), s.URL)
 			}
 			src := &render.OCISource{URL: s.URL, Insecure: s.Insecure}
+			var notes []string
 			if r := s.Ref; r != nil {
-				if r.SemverFilter != "" {
-					return nil, fmt.Sprintf("OCIRepository %s: spec.ref.semverFilter is not supported by driftpreview", nsName(ns, ref.Name))
-				}
-				src.Tag, src.SemVer, src.Digest = r.Tag, r.SemVer, r.Digest
+				src.Tag, src.SemVer, src.SemverFilter, src.Digest = r.Tag, r.SemVer, r.SemverFilter, r.Digest
 			}
 			if l := s.LayerSelector; l != nil {
 				src.MediaType, src.Operation = l.MediaType, l.Operation
 			}
-			return src, ""
+			if v := s.Verify; v != nil {
+				// source-controller refuses an artifact whose cosign or
+				// notation signature does not verify (spec.verify); that
+				// needs the keys and the signatures' registries, which a
+				// preview does not have.
+				notes = append(notes, fmt.Sprintf("OCIRepository %s: spec.verify (%s) was not performed: driftpreview does not verify artifact signatures; Flux will refuse the artifact if its signature does not verify",
+					nsName(ns, ref.Name), firstNonEmpty(v.Provider, "cosign")))
+			}
+			return src, notes, ""
 		}
 	}
-	return nil, fmt.Sprintf("OCIRepository %s", nsName(ns, ref.Name))
+	return nil, nil, fmt.Sprintf("OCIRepository %s", nsName(ns, ref.Name))
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/driftpreview/driftpreview/render"
+	"github.com/driftpreview/driftpreview/render/remote/oci"
 )
 
 // TestFluxOCIRepositorySource: a Kustomization whose sourceRef is an
@@ -32,6 +35,28 @@ metadata: {name: filtered, namespace: flux-system}
 spec:
   url: oci://ghcr.io/example/manifests/x
   ref: {semver: ">=1", semverFilter: ".*-rc"}
+  verify: {provider: cosign}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: podinfo-chart, namespace: apps}
+spec:
+  url: oci://ghcr.io/stefanprodan/charts/podinfo
+  ref: {semver: "6.x"}
+  layerSelector: {mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip, operation: copy}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: podinfo, namespace: apps}
+spec:
+  chartRef: {kind: OCIRepository, name: podinfo-chart}
+  values: {replicaCount: 2}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: lost, namespace: apps}
+spec:
+  chartRef: {kind: OCIRepository, name: nope}
 ---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -93,8 +118,25 @@ spec:
 	for _, tg := range res.NotRendered {
 		skips[tg.Name] = tg.Skip
 	}
-	if want := "source outside this repo: OCIRepository flux-system/filtered: spec.ref.semverFilter is not supported by driftpreview"; skips["filtered"] != want {
-		t.Errorf("filtered: %q", skips["filtered"])
+	// semverFilter is passed on; verify gets a note (not performed), not a refusal.
+	filtered := targetByName(res.Targets, "filtered")
+	if filtered == nil || filtered.Render.OCI == nil || filtered.Render.OCI.SemverFilter != ".*-rc" || filtered.Render.OCI.SemVer != ">=1" {
+		t.Fatalf("filtered: %+v (skip %q)", filtered, skips["filtered"])
+	}
+	if !slices.ContainsFunc(filtered.Notes, func(n string) bool {
+		return strings.Contains(n, "spec.verify (cosign) was not performed")
+	}) {
+		t.Errorf("filtered: no verify note in %q", filtered.Notes)
+	}
+	// A HelmRelease's chartRef to an OCIRepository renders its artifact as the chart.
+	hr := targetByName(res.Targets, "podinfo")
+	wantChart := &render.OCISource{URL: "oci://ghcr.io/stefanprodan/charts/podinfo", SemVer: "6.x", MediaType: oci.HelmChartMediaType, Operation: "copy"}
+	if hr == nil || hr.Render.Renderer != render.RendererHelm || cmp.Diff(wantChart, hr.Render.OCI) != "" ||
+		hr.Render.Helm.ReleaseName != "podinfo" || hr.Render.Helm.Values["replicaCount"] != float64(2) {
+		t.Errorf("chartRef OCIRepository: %+v", hr)
+	}
+	if want := "source outside this repo: chartRef OCIRepository apps/nope"; skips["lost"] != want {
+		t.Errorf("lost: %q", skips["lost"])
 	}
 	if want := "source outside this repo: OCIRepository flux-system/nope"; skips["missing"] != want {
 		t.Errorf("missing: %q", skips["missing"])

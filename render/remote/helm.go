@@ -223,11 +223,16 @@ func (f *Fetcher) limits() Limits {
 	return Limits{MaxFiles: f.policy.MaxFiles, MaxBytes: f.policy.MaxUnpackedBytes, MaxFileBytes: f.policy.MaxUnpackedFileBytes}
 }
 
-// chartRoot finds the chart inside an unpacked archive: `helm package` puts it
-// in a directory named after the chart; any single top directory with a
-// Chart.yaml is accepted.
+// ChartRoot finds the chart inside an unpacked archive: `helm package` puts it
+// in a directory named after the chart (name; "" when unknown); any single top
+// directory with a Chart.yaml is accepted, as Helm's loader takes the archive's
+// one top directory.
+func ChartRoot(dir, name string) (string, error) {
+	return chartRoot(dir, name)
+}
+
 func chartRoot(dir, name string) (string, error) {
-	if st, err := os.Stat(filepath.Join(dir, name, "Chart.yaml")); err == nil && st.Mode().IsRegular() {
+	if st, err := os.Stat(filepath.Join(dir, name, "Chart.yaml")); name != "" && err == nil && st.Mode().IsRegular() {
 		return filepath.Join(dir, name), nil
 	}
 	des, err := os.ReadDir(dir)

@@ -233,18 +233,29 @@ type Artifact struct {
 	// what it resolved to, tag@digest as Flux writes it.
 	Requested string
 	Revision  string
-	// Dir is the unpacked layer in the cache.
-	Dir string
+	// Dir is the unpacked layer in the cache; Archive the layer blob itself
+	// (in the cache too) and MediaType its media type.
+	Dir       string
+	Archive   string
+	MediaType string
 }
 
 // OCIArtifact fetches what a Flux OCIRepository names: ref resolved as
-// source-controller does (digest, else semver, else tag, else latest), the
-// layer of mediaType (else the first), and unpacks it (operation extract,
-// Flux's default). Operation copy, which hands the layer on as a file, is
-// Unsupported here.
+// source-controller does (digest, else semver with semverFilter, else tag,
+// else latest), the layer of mediaType (else the first), and unpacks it.
+//
+// Both layer operations end in the same tree: with extract (Flux's default)
+// source-controller untars the layer and archives the files as the artifact;
+// with copy it stores the layer blob itself as the artifact
+// (OCIRepositoryReconciler.reconcileSource, OCILayerCopy), and its consumers
+// untar that: kustomize-controller's artifact fetcher, or helm-controller
+// loading it as a chart archive. Either way the layer must be a gzipped tar,
+// unpacked here with Unpack's checks. Artifact.Archive is the layer as stored
+// (what copy hands on).
 func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, operation string, insecure bool) (*Artifact, error) {
-	if operation != "" && operation != "extract" {
-		return nil, &Error{Reason: Unsupported, URL: Redact(ref.URL), Err: fmt.Errorf("layerSelector.operation %q: only extract is rendered", operation)}
+	if operation != "" && operation != "extract" && operation != "copy" {
+		// The OCIRepository CRD allows only these two (an enum).
+		return nil, &Error{Reason: Invalid, URL: Redact(ref.URL), Err: fmt.Errorf("layerSelector.operation %q: Flux knows only extract and copy", operation)}
 	}
 	c, err := f.ociClient(ref.URL, insecure)
 	if err != nil {
@@ -259,6 +270,8 @@ func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, opera
 	requested := ref.Digest
 	switch {
 	case requested != "":
+	case ref.SemVer != "" && ref.SemverFilter != "":
+		requested = ref.SemVer + " (tags matching " + ref.SemverFilter + ")"
 	case ref.SemVer != "":
 		requested = ref.SemVer
 	case ref.Tag != "":
@@ -270,5 +283,5 @@ func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, opera
 	if err := f.ociUnpack(ch, art); err != nil {
 		return nil, err
 	}
-	return &Artifact{URL: Redact(ref.URL), Requested: requested, Revision: art.Revision(), Dir: ch.Dir}, nil
+	return &Artifact{URL: Redact(ref.URL), Requested: requested, Revision: art.Revision(), Dir: ch.Dir, Archive: ch.Archive, MediaType: art.MediaType}, nil
 }

@@ -67,8 +67,13 @@ func TestOCIArtifact(t *testing.T) {
 
 	_, err = f.OCIArtifact(t.Context(), oci.Ref{URL: url, Tag: "9.0.0"}, "", "", false)
 	wantReason(t, err, NotFound)
-	_, err = f.OCIArtifact(t.Context(), oci.Ref{URL: url, Tag: "1.0.0"}, "", "copy", false)
-	wantReason(t, err, Unsupported)
+	// copy stores the layer as it is: its consumers untar it to the same tree.
+	c, err := f.OCIArtifact(t.Context(), oci.Ref{URL: url, Tag: "1.0.0"}, "", "copy", false)
+	if err != nil || readFile(t, filepath.Join(c.Dir, "deploy/app.yaml")) != "v: 1\n" || c.Archive == "" {
+		t.Fatalf("copy: %+v %v", c, err)
+	}
+	_, err = f.OCIArtifact(t.Context(), oci.Ref{URL: url, Tag: "1.0.0"}, "", "unpack", false)
+	wantReason(t, err, Invalid)
 	small := newFetcher(t, Policy{Allow: allow("oci://" + reg.Host() + "/").Allow, MaxArchiveBytes: 16})
 	_, err = small.OCIArtifact(t.Context(), oci.Ref{URL: url, Tag: "1.0.0"}, "", "", false)
 	wantReason(t, err, TooBig)

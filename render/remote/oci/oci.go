@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -57,7 +58,11 @@ type Ref struct {
 	URL    string // oci://host[:port]/repository, no tag
 	Tag    string
 	SemVer string
-	Digest string
+	// SemverFilter is spec.ref.semverFilter: a Go regular expression the tags
+	// must match before the SemVer range is applied (source-controller's
+	// filterTags); it has no effect without SemVer.
+	SemverFilter string
+	Digest       string
 }
 
 // Resolved is the artifact a Ref resolved to.
@@ -211,10 +216,10 @@ func (c *Client) Resolve(ctx context.Context, ref Ref) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	return c.resolve(ctx, repo, name, ref)
+	return c.resolve(ctx, repo, name, ref, "")
 }
 
-func (c *Client) resolve(ctx context.Context, repo *remote.Repository, name string, ref Ref) (Resolved, error) {
+func (c *Client) resolve(ctx context.Context, repo *remote.Repository, name string, ref Ref, mediaType string) (Resolved, error) {
 	res := Resolved{Repository: name}
 	var reference string
 	switch {
@@ -225,7 +230,7 @@ func (c *Client) resolve(ctx context.Context, repo *remote.Repository, name stri
 		}
 		reference = d.String()
 	case ref.SemVer != "":
-		tag, err := c.tagBySemver(ctx, repo, ref.URL, ref.SemVer, false)
+		tag, err := c.tagBySemver(ctx, repo, ref.URL, ref.SemVer, ref.SemverFilter, mediaType == HelmChartMediaType, false)
 		if err != nil {
 			return res, err
 		}
@@ -273,24 +278,36 @@ func parseVersion(v string) (*semver.Version, error) {
 // tagBySemver picks the highest tag matching the range, as source-controller's
 // OCIRepositoryReconciler.getTagBySemver does: tags that parse as versions
 // (parseVersion) and satisfy the Masterminds constraint, sorted descending, the
-// first one's original text. For Helm charts (helm true), tags carry "_" where
-// the chart version has "+" (OCI tags cannot hold "+"), and an exact tag match
-// wins before the range is read, as source-controller's OCI chart repository
-// (getLastMatchingVersionOrConstraint) does.
-func (c *Client) tagBySemver(ctx context.Context, repo *remote.Repository, url, expr string, helm bool) (string, error) {
+// first one's original text. A filter (spec.ref.semverFilter) keeps only the
+// tags its regular expression matches, before the range (filterTags). For
+// Helm charts (helm true: a chart repository, or an OCIRepository selecting
+// the Helm chart layer), tags carry "_" where the chart version has "+" (OCI
+// tags cannot hold "+"; convertOCIToSemVerTag), and for a chart repository
+// (exactFirst) an exact tag match wins before the range is read, as source-controller's OCI
+// chart repository (getLastMatchingVersionOrConstraint) does.
+func (c *Client) tagBySemver(ctx context.Context, repo *remote.Repository, url, expr, filter string, helm, exactFirst bool) (string, error) {
 	constraint, err := semver.NewConstraint(expr)
 	if err != nil {
 		return "", errorf(KindInvalid, err, "semver range %q of %s cannot be parsed: %v", expr, url, err)
+	}
+	var match *regexp.Regexp
+	if filter != "" {
+		if match, err = regexp.Compile(filter); err != nil {
+			return "", errorf(KindInvalid, err, "semverFilter %q of %s is not a regular expression: %v", filter, url, err)
+		}
 	}
 	tags, err := c.tags(ctx, repo, url)
 	if err != nil {
 		return "", err
 	}
+	if match != nil {
+		tags = slices.DeleteFunc(tags, func(t string) bool { return !match.MatchString(t) })
+	}
 	if helm {
 		for i, t := range tags {
 			tags[i] = strings.ReplaceAll(t, "_", "+")
 		}
-		if slices.Contains(tags, expr) {
+		if exactFirst && slices.Contains(tags, expr) {
 			return strings.ReplaceAll(expr, "+", "_"), nil
 		}
 	}
@@ -322,7 +339,7 @@ func (c *Client) Layer(ctx context.Context, ref Ref, mediaType string) (Artifact
 	if err != nil {
 		return Artifact{}, err
 	}
-	res, err := c.resolve(ctx, repo, name, ref)
+	res, err := c.resolve(ctx, repo, name, ref, mediaType)
 	if err != nil {
 		return Artifact{}, err
 	}
@@ -405,7 +422,7 @@ func (c *Client) Chart(ctx context.Context, repoURL, chart, version string) (Art
 	tag := strings.ReplaceAll(version, "+", "_")
 	if _, err := semver.StrictNewVersion(strings.TrimPrefix(version, "v")); err != nil {
 		// Not an exact version: a range, resolved against the tags.
-		if tag, err = c.tagBySemver(ctx, repo, url, version, true); err != nil {
+		if tag, err = c.tagBySemver(ctx, repo, url, version, "", true, true); err != nil {
 			return Artifact{}, err
 		}
 	}
