@@ -3,12 +3,12 @@ package gitops
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -21,10 +21,10 @@ func fixtureRepo(t testing.TB, name, origin string) string {
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatalf("copying fixture %s: %v", name, err)
 	}
-	git(t, dst, "init", "-q", "-b", "main")
-	git(t, dst, "remote", "add", "origin", origin)
-	git(t, dst, "add", "-A")
-	git(t, dst, "-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "fixture")
+	gitfixture.Git(t, dst, "init", "-q", "-b", "main")
+	gitfixture.Git(t, dst, "remote", "add", "origin", origin)
+	gitfixture.Git(t, dst, "add", "-A")
+	gitfixture.Git(t, dst, "commit", "-q", "-m", "fixture")
 	return dst
 }
 
@@ -46,18 +46,6 @@ func editFiles(t testing.TB, root string, edits map[string][2]string) {
 			t.Fatal(err)
 		}
 	}
-}
-
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }
 
 // realRenderer is what the pipeline passes: the real render package.

@@ -2,6 +2,8 @@ package gitops
 
 import (
 	"testing"
+
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 )
 
 func TestOriginURL(t *testing.T) {
@@ -12,7 +14,7 @@ func TestOriginURL(t *testing.T) {
 	}
 
 	noOrigin := t.TempDir()
-	git(t, noOrigin, "init", "-q")
+	gitfixture.Git(t, noOrigin, "init", "-q")
 	got, err = OriginURL(t.Context(), noOrigin)
 	if err != nil || got != "" {
 		t.Errorf("OriginURL without origin = %q, %v; want empty, no error", got, err)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,29 +13,18 @@ import (
 	"time"
 
 	"github.com/driftpreview/driftpreview/bot/jobs"
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 )
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // source makes a repository with two commits and returns its file:// URL and SHAs.
 func source(t *testing.T) (string, string, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "src")
-	git(t, filepath.Dir(dir), "init", "-q", "-b", "main", dir)
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "one")
-	a := git(t, dir, "rev-parse", "HEAD")
-	git(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
-	return "file://" + dir, a, git(t, dir, "rev-parse", "HEAD")
+	gitfixture.Git(t, filepath.Dir(dir), "init", "-q", "-b", "main", dir)
+	gitfixture.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "one")
+	a := gitfixture.Git(t, dir, "rev-parse", "HEAD")
+	gitfixture.Git(t, dir, "commit", "-q", "--allow-empty", "-m", "two")
+	return "file://" + dir, a, gitfixture.Git(t, dir, "rev-parse", "HEAD")
 }
 
 func TestMirrorFetch(t *testing.T) {
@@ -63,11 +51,11 @@ func TestMirrorFetch(t *testing.T) {
 	if dirs[0] != want || !strings.HasSuffix(want, filepath.Join("github", "acme", "shop.git")) {
 		t.Errorf("mirror at %s, want %s", dirs[0], want)
 	}
-	if got := git(t, dirs[0], "rev-parse", "--is-bare-repository"); got != "true" {
+	if got := gitfixture.Git(t, dirs[0], "rev-parse", "--is-bare-repository"); got != "true" {
 		t.Errorf("mirror is not bare: %s", got)
 	}
 	for _, sha := range []string{a, b} {
-		if got := git(t, dirs[0], "cat-file", "-t", sha); got != "commit" {
+		if got := gitfixture.Git(t, dirs[0], "cat-file", "-t", sha); got != "commit" {
 			t.Errorf("%s is %q in the mirror", sha, got)
 		}
 	}

@@ -1,10 +1,11 @@
 package preview
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 )
 
 // The branch a PR merges into decides which GitOps sources of this repository the
@@ -16,13 +17,7 @@ func TestBaseBranch(t *testing.T) {
 	dir := gitRepo(t, src, copyTree(t, src, map[string][2]string{
 		"apps/staging/web-values.yaml": {"replicaCount: 2", "replicaCount: 4"},
 	}))
-	git := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git("update-ref", "refs/remotes/origin/release", "base")
+	gitfixture.Git(t, dir, "update-ref", "refs/remotes/origin/release", "base")
 	r := repo{dir: dir}
 	for ref, want := range map[string]string{"origin/release": "release", "refs/remotes/origin/release": "release", "base": "", "HEAD": ""} {
 		if got := r.branchOf(t.Context(), ref); got != want {

@@ -5,43 +5,30 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// gitIn runs git in dir with stdin, failing the test on error.
-func gitIn(t *testing.T, dir string, stdin []byte, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	cmd.Stdin = bytes.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
+)
 
 // nestedCommit makes a commit whose tree holds blob under fanout^2 paths
 // (fanout directories of fanout files), built with git's plumbing so that only
 // the blob itself is ever written.
 func nestedCommit(t *testing.T, dir string, blob []byte, fanout int) string {
 	t.Helper()
-	b := gitIn(t, dir, blob, "hash-object", "-w", "--stdin")
+	b := gitfixture.GitStdin(t, dir, blob, "hash-object", "-w", "--stdin")
 	var leaf strings.Builder
 	for i := range fanout {
 		fmt.Fprintf(&leaf, "100644 blob %s\tf%05d.yaml\n", b, i)
 	}
-	sub := gitIn(t, dir, []byte(leaf.String()), "mktree")
+	sub := gitfixture.GitStdin(t, dir, []byte(leaf.String()), "mktree")
 	var top strings.Builder
 	for i := range fanout {
 		fmt.Fprintf(&top, "040000 tree %s\td%05d\n", sub, i)
 	}
-	tree := gitIn(t, dir, []byte(top.String()), "mktree")
-	return gitIn(t, dir, nil, "commit-tree", tree, "-m", "bomb")
+	tree := gitfixture.GitStdin(t, dir, []byte(top.String()), "mktree")
+	return gitfixture.Git(t, dir, "commit-tree", tree, "-m", "bomb")
 }
 
 // TestCheckoutRefusesTreeBombs checks out commits that compress to almost
@@ -50,7 +37,7 @@ func nestedCommit(t *testing.T, dir string, blob []byte, fanout int) string {
 // is written, with an error naming the limit.
 func TestCheckoutRefusesTreeBombs(t *testing.T) {
 	dir := t.TempDir()
-	gitIn(t, dir, nil, "init", "-q", "--bare")
+	gitfixture.Git(t, dir, "init", "-q", "--bare")
 	cases := []struct {
 		name   string
 		commit string

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 )
 
 // fakeHost is a hand-written host adapter. A delivery is the JSON of a bot.Event,
@@ -161,7 +161,7 @@ func (p *fakePreviewer) Preview(ctx context.Context, req preview.Request) (*diff
 	}
 	// The mirror really holds both commits.
 	for _, sha := range []string{req.Base, req.Head} {
-		if out, err := exec.Command("git", "--git-dir", req.RepoDir, "cat-file", "-t", sha).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "commit" {
+		if out, err := gitfixture.Run("", nil, "--git-dir", req.RepoDir, "cat-file", "-t", sha); err != nil || out != "commit" {
 			return nil, fmt.Errorf("fake previewer: %s not in mirror %s: %v %s", sha, req.RepoDir, err, out)
 		}
 	}
@@ -180,28 +180,15 @@ type gitRepo struct {
 	work       string
 }
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
-		"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 func newGitRepo(t *testing.T) *gitRepo {
 	t.Helper()
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
-	git(t, root, "init", "-q", "-b", "main", work)
+	gitfixture.Git(t, root, "init", "-q", "-b", "main", work)
 	r := &gitRepo{work: work}
 	r.Base = r.commit(t, "cm.yaml", "a")
 	r.Head = r.commit(t, "cm.yaml", "b")
-	git(t, root, "clone", "-q", "--bare", work, filepath.Join(root, "repo.git"))
+	gitfixture.Git(t, root, "clone", "-q", "--bare", work, filepath.Join(root, "repo.git"))
 	r.URL = "file://" + filepath.Join(root, "repo.git")
 	return r
 }
@@ -213,12 +200,12 @@ func (r *gitRepo) commit(t *testing.T, name, content string) string {
 	if err := os.WriteFile(filepath.Join(r.work, name), []byte(content+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, r.work, "add", name)
-	git(t, r.work, "commit", "-q", "-m", content)
-	return git(t, r.work, "rev-parse", "HEAD")
+	gitfixture.Git(t, r.work, "add", name)
+	gitfixture.Git(t, r.work, "commit", "-q", "-m", content)
+	return gitfixture.Git(t, r.work, "rev-parse", "HEAD")
 }
 
 func (r *gitRepo) push(t *testing.T) {
 	t.Helper()
-	git(t, r.work, "push", "-q", "--force", strings.TrimPrefix(r.URL, "file://"), "HEAD:refs/heads/main")
+	gitfixture.Git(t, r.work, "push", "-q", "--force", strings.TrimPrefix(r.URL, "file://"), "HEAD:refs/heads/main")
 }

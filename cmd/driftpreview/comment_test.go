@@ -9,7 +9,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,16 +18,13 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot/github/githubtest"
 	"github.com/driftpreview/driftpreview/bot/gitlab/gitlabtest"
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 )
 
 // revParse returns the SHA of rev in repo.
 func revParse(t *testing.T, repo, rev string) string {
 	t.Helper()
-	out, err := exec.Command("git", "-C", repo, "rev-parse", rev).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out))
+	return gitfixture.Git(t, repo, "rev-parse", rev)
 }
 
 // clearCIEnv unsets every variable a CI host could have set for the test process.

@@ -40,6 +40,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/server"
 	"github.com/driftpreview/driftpreview/bot/server/servertest"
 	"github.com/driftpreview/driftpreview/fixtures/cluster/testcluster"
+	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 )
 
 var cluster *testcluster.Cluster
@@ -53,19 +54,6 @@ const webhookSecret = "e2e-webhook-secret"
 type repo struct {
 	root       string
 	Base, Head string
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 func write(t *testing.T, dir string, files map[string]string) {
@@ -93,7 +81,7 @@ func newRepo(t *testing.T, ns string, extraHead map[string]string) *repo {
 	t.Helper()
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
-	git(t, root, "init", "-q", "-b", "main", work)
+	gitfixture.Git(t, root, "init", "-q", "-b", "main", work)
 	write(t, work, map[string]string{
 		".driftpreview.yaml": fmt.Sprintf(`version: 1
 targets:
@@ -108,10 +96,10 @@ targets:
 		"app/legacy.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: legacy}\ndata: {FLAG: \"on\"}\n",
 		"app/cache.yaml":         "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: cache}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n",
 	})
-	git(t, work, "add", "-A")
-	git(t, work, "commit", "-q", "-m", "base")
-	r := &repo{root: root, Base: git(t, work, "rev-parse", "HEAD")}
-	git(t, work, "checkout", "-q", "-b", "feature")
+	gitfixture.Git(t, work, "add", "-A")
+	gitfixture.Git(t, work, "commit", "-q", "-m", "base")
+	r := &repo{root: root, Base: gitfixture.Git(t, work, "rev-parse", "HEAD")}
+	gitfixture.Git(t, work, "checkout", "-q", "-b", "feature")
 	head := map[string]string{
 		"app/kustomization.yaml": fmt.Sprintf("namespace: %s\nresources: [settings.yaml]\n", ns),
 		"app/settings.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {LOG_LEVEL: info, MODE: b}\n",
@@ -122,11 +110,11 @@ targets:
 		head[k] = v
 	}
 	write(t, work, head)
-	git(t, work, "add", "-A")
-	git(t, work, "commit", "-q", "-m", "head")
-	r.Head = git(t, work, "rev-parse", "HEAD")
+	gitfixture.Git(t, work, "add", "-A")
+	gitfixture.Git(t, work, "commit", "-q", "-m", "head")
+	r.Head = gitfixture.Git(t, work, "rev-parse", "HEAD")
 	bare := filepath.Join(root, "git", "acme", "shop.git")
-	git(t, root, "clone", "-q", "--bare", work, bare)
+	gitfixture.Git(t, root, "clone", "-q", "--bare", work, bare)
 	return r
 }
 
