@@ -28,6 +28,12 @@ const MaxCommentLength = 65536
 // text.
 const maxCheckOutput = 65535
 
+// github.com's API root and web URL, the defaults of Options.APIURL and WebURL.
+const (
+	DefaultAPIURL = "https://api.github.com/"
+	DefaultWebURL = "https://github.com"
+)
+
 // Options configure a Client. PrivateKey, Token and WebhookSecret are secrets: they
 // are never logged and never appear in errors (String redacts them).
 type Options struct {

@@ -59,16 +59,27 @@ type Options struct {
 	Logger            *slog.Logger
 }
 
+// Defaults of Options (serverconfig names them as server.yaml's defaults).
+const (
+	DefaultMaxWorkers = 2
+	DefaultJobTimeout = 10 * time.Minute
+	// RescueMargin is how much longer than JobTimeout a job may run before it is
+	// taken for crashed: RescueStuckJobsAfter defaults to JobTimeout plus it.
+	RescueMargin       = 5 * time.Minute
+	DefaultMaxAttempts = 5
+	DefaultDeliveryTTL = 72 * time.Hour
+)
+
 // DefaultOptions is SQLite with 2 workers, 10-minute attempts, rescue after 15
 // minutes, 5 attempts, and delivery IDs kept for 3 days.
 func DefaultOptions() Options {
 	return Options{
 		Driver:               DriverSQLite,
-		MaxWorkers:           2,
-		JobTimeout:           10 * time.Minute,
-		RescueStuckJobsAfter: 15 * time.Minute,
-		MaxAttempts:          5,
-		DeliveryTTL:          72 * time.Hour,
+		MaxWorkers:           DefaultMaxWorkers,
+		JobTimeout:           DefaultJobTimeout,
+		RescueStuckJobsAfter: DefaultJobTimeout + RescueMargin,
+		MaxAttempts:          DefaultMaxAttempts,
+		DeliveryTTL:          DefaultDeliveryTTL,
 	}
 }
 
@@ -110,7 +121,7 @@ func Open(ctx context.Context, opts Options) (*Queue, error) {
 		opts.JobTimeout = def.JobTimeout
 	}
 	if opts.RescueStuckJobsAfter <= 0 {
-		opts.RescueStuckJobsAfter = opts.JobTimeout + 5*time.Minute
+		opts.RescueStuckJobsAfter = opts.JobTimeout + RescueMargin
 	}
 	if opts.RescueStuckJobsAfter <= opts.JobTimeout {
 		return nil, fmt.Errorf("opening queue: rescue-stuck-jobs-after (%s) must exceed the job timeout (%s)", opts.RescueStuckJobsAfter, opts.JobTimeout)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -17,7 +18,6 @@ import (
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/jobs"
 	"github.com/driftpreview/driftpreview/bot/queue"
-	"github.com/driftpreview/driftpreview/bot/serverconfig"
 )
 
 // MaxBodyBytes is the default cap of a webhook body; larger deliveries get 413.
@@ -249,7 +249,7 @@ func (h *Handler) accept(ctx context.Context, hostName string, ev bot.Event, log
 	if ev.PR.Host == "" {
 		ev.PR.Host = hostName
 	}
-	if !serverconfig.MatchRepo(h.opts.Repos, ev.PR.Repo) {
+	if !MatchRepo(h.opts.Repos, ev.PR.Repo) {
 		log.Info("ignoring delivery: repository not in the allowlist")
 		return "not_allowed", http.StatusOK, response{Reason: "repository " + ev.PR.Repo + " is not in this server's allowlist"}
 	}
@@ -315,6 +315,26 @@ func (h *Handler) enqueue(ctx context.Context, ev bot.Event, log *slog.Logger) (
 	}
 	log.Info("queued preview", "job", id, "head", ev.PR.HeadSHA)
 	return "queued", http.StatusAccepted, response{Job: id}, nil
+}
+
+// MatchRepo reports whether repo matches one of the path.Match globs of the
+// allowlist; an empty list matches everything.
+func MatchRepo(globs []string, repo string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, repo); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidRepoGlob reports whether g is a usable allowlist entry (path.Match syntax).
+func ValidRepoGlob(g string) bool {
+	_, err := path.Match(g, "")
+	return err == nil && g != ""
 }
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut.

@@ -8,4 +8,11 @@
 // DRIFTPREVIEW_QUEUE_DSN, DRIFTPREVIEW_CLUSTERS_PROD_CONTEXT), and every secret is read
 // from a file, so nothing secret has to be written into server.yaml. Secret values are
 // held in the Secret type, which never prints itself.
+//
+// Two steps, as Atlantis's core/config/raw and core/config/valid: ParseRaw gives the
+// Raw document as written (raw.go: strict YAML, environment overrides, line
+// positions), and Raw.ToValid gives the typed Config (valid.go): every default set in
+// one place (withDefaults, from the Default constants, which name the values the
+// queue, the webhook handler and the GitHub client also fall back to), secret files
+// read, every value checked with its file and line. Load is both.
 package serverconfig

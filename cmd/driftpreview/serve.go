@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"k8s.io/client-go/rest"
@@ -135,10 +134,7 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		jo.ArgoCDCluster = &argo
 	}
 	if cfg.Remote.Enabled() {
-		pol := cfg.Remote
-		if pol.CacheDir == "" {
-			pol.CacheDir = filepath.Join(cfg.WorkDir, "remote-cache")
-		}
+		pol := cfg.Remote // its cache dir defaulted by serverconfig
 		f, err := remote.NewFetcher(pol)
 		if err != nil {
 			return server.Options{}, fmt.Errorf("server config: remote: %w", err)

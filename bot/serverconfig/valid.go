@@ -1,0 +1,437 @@
+package serverconfig
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/driftpreview/driftpreview/bot/github"
+	"github.com/driftpreview/driftpreview/bot/queue"
+	"github.com/driftpreview/driftpreview/bot/server"
+	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render/remote"
+)
+
+// Config is server.yaml after defaults, environment overrides and secret files.
+type Config struct {
+	// Listen is the HTTP address of webhooks and health (default ":8080").
+	Listen string
+	// Webhooks bounds webhook intake.
+	Webhooks Webhooks
+	// Metrics is where Prometheus metrics are served: not on Listen, since they name
+	// repositories and targets.
+	Metrics Metrics
+	GitHub  GitHub
+	GitLab  GitLab
+	// Clusters maps the cluster names used by .driftpreview.yaml to credentials;
+	// credentials never come from a repository.
+	Clusters map[string]Cluster
+	// DefaultCluster is the cluster of targets that name none; empty means such
+	// targets get no live comparison.
+	DefaultCluster string
+	// ArgoCDCluster is the cluster Argo CD itself runs in (hub and spoke), where
+	// Applications are read; empty means Argo CD runs in each in-cluster destination.
+	ArgoCDCluster string
+	// ArgoCD configures how previews see Argo CD itself.
+	ArgoCD ArgoCD
+	Queue  Queue
+	// Repos is an allowlist of path.Match globs over owner/name ("acme/*"); empty
+	// allows every repository that can deliver a signed webhook.
+	Repos []string
+	// AllowForkPRs renders pull requests from forks; off by default because a fork's
+	// head is untrusted input that would be rendered with the server's credentials.
+	AllowForkPRs bool
+	// WorkDir holds one bare git mirror per repository.
+	WorkDir string
+	// LogLevel is debug, info (default), warn or error.
+	LogLevel string
+	// Remote says which remote sources (Helm repositories) previews may fetch:
+	// allowed URL prefixes, credentials per prefix from files, timeouts, size
+	// caps and the cache (default <workDir>/remote-cache). Empty allows nothing.
+	Remote remote.Policy
+
+	// Warnings are non-fatal remarks found while loading (an unknown DRIFTPREVIEW_
+	// variable), for the caller to log.
+	Warnings []string
+}
+
+// Webhooks bounds what webhook deliveries may cost.
+type Webhooks struct {
+	// MaxBodyBytes caps a delivery's body; larger ones get 413 (default 10 MiB).
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// MaxConcurrent is how many deliveries are received at once; more wait a second
+	// and then get 503 with Retry-After (default 8).
+	MaxConcurrent int `yaml:"maxConcurrent"`
+}
+
+// Metrics configures the metrics listener.
+type Metrics struct {
+	// Listen is the address of GET /metrics (default "127.0.0.1:9090", loopback
+	// only); "off" disables it.
+	Listen string
+	// BearerTokenFile, when set, holds a token every scrape must send as
+	// "Authorization: Bearer <token>".
+	BearerTokenFile string
+
+	// BearerToken is read from BearerTokenFile.
+	BearerToken Secret
+}
+
+// GitHub configures the GitHub App; the host is served when AppID is set.
+type GitHub struct {
+	AppID             int64
+	PrivateKeyFile    string
+	WebhookSecretFile string
+	APIURL            string
+	WebURL            string
+
+	// PrivateKey and WebhookSecret are read from the files above.
+	PrivateKey    Secret
+	WebhookSecret Secret
+}
+
+// Enabled reports whether GitHub webhooks are served.
+func (g GitHub) Enabled() bool { return g.AppID != 0 }
+
+// GitLab configures the GitLab bot user; the host is served when URL is set.
+type GitLab struct {
+	URL               string
+	TokenFile         string
+	WebhookSecretFile string
+
+	// Token and WebhookSecret are read from the files above.
+	Token         Secret
+	WebhookSecret Secret
+}
+
+// Enabled reports whether GitLab webhooks are served.
+func (g GitLab) Enabled() bool { return g.URL != "" }
+
+// ArgoCD configures how previews see Argo CD.
+type ArgoCD struct {
+	// Clusters, when set, are Argo CD's clusters by name, for the ApplicationSet
+	// clusters generator, instead of its cluster Secrets read from argocdCluster
+	// (or defaultCluster).
+	Clusters map[string]ArgoCDCluster `yaml:"clusters"`
+}
+
+// ArgoCDCluster is one cluster as an Argo CD cluster Secret describes it, without
+// credentials.
+type ArgoCDCluster struct {
+	Server      string            `yaml:"server"`
+	Project     string            `yaml:"project"`
+	Labels      map[string]string `yaml:"labels"`
+	Annotations map[string]string `yaml:"annotations"`
+}
+
+// Cluster is how jobs reach one named cluster.
+type Cluster struct {
+	// Kubeconfig is a kubeconfig file; empty means the in-cluster service account.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Context selects a kubeconfig context; empty means its current context.
+	Context string `yaml:"context"`
+	// LiveMode is simulate (default), dry-run or off.
+	LiveMode diffing.LiveMode `yaml:"liveMode"`
+}
+
+// Queue configures the durable job queue.
+type Queue struct {
+	// Driver is sqlite (default, embedded) or postgres (for several replicas).
+	Driver string
+	// DSN is the SQLite file or the Postgres connection string. It may hold a
+	// password, so it is a Secret; DSNFile reads it from a file instead.
+	DSN     Secret
+	DSNFile string
+	// Workers is how many previews run at once in this process (default 2).
+	Workers int
+	// JobTimeout cancels one attempt of a preview (default 10m).
+	JobTimeout time.Duration
+	// RescueStuckAfter is when a running job whose process died is run again
+	// (default JobTimeout + 5m; must exceed JobTimeout).
+	RescueStuckAfter time.Duration
+	// MaxAttempts bounds retries with exponential backoff (default 5).
+	MaxAttempts int
+	// SweepInterval is how often a check or status left in progress by a job killed
+	// on its last attempt is completed as an error (default 1m).
+	SweepInterval time.Duration
+}
+
+// Defaults of server.yaml, all applied by withDefaults. A value a package below
+// also falls back to (its DefaultOptions or constructor) is named here, never
+// written twice.
+const (
+	DefaultListen = ":8080"
+	// DefaultMetricsListen keeps metrics on loopback unless configured otherwise.
+	DefaultMetricsListen = "127.0.0.1:9090"
+	DefaultMaxBodyBytes  = server.MaxBodyBytes
+	DefaultMaxConcurrent = server.MaxConcurrent
+	DefaultWorkDir       = "/var/lib/driftpreview/mirrors"
+	// DefaultRemoteCache is the remote cache under the work dir.
+	DefaultRemoteCache = "remote-cache"
+	DefaultLogLevel    = "info"
+	DefaultDriver      = queue.DriverSQLite
+	DefaultSQLiteDSN   = "/var/lib/driftpreview/queue.db"
+	DefaultGitHubAPI   = github.DefaultAPIURL
+	DefaultGitHubWeb   = github.DefaultWebURL
+	DefaultWorkers     = queue.DefaultMaxWorkers
+	DefaultJobTimeout  = queue.DefaultJobTimeout
+	// RescueMargin is how much longer than a job's timeout it may run before it
+	// is taken for crashed (queue.rescueStuckAfter defaults to jobTimeout plus it).
+	RescueMargin         = queue.RescueMargin
+	DefaultMaxAttempts   = queue.DefaultMaxAttempts
+	DefaultSweepInterval = server.DefaultSweepInterval
+)
+
+// Load is ParseRaw then ToValid: server.yaml and the environment, secret files
+// read, defaults filled, everything checked. Errors name the file and line, or the
+// variable, and say what to do; they never hold a secret.
+func Load(file string, environ []string) (*Config, error) {
+	r, err := ParseRaw(file, environ)
+	if err != nil {
+		return nil, err
+	}
+	return r.ToValid()
+}
+
+// withDefaults is a copy of r with every unset setting defaulted: the one place
+// server.yaml's defaults are set. Values that are set, even invalid ones, are left
+// for ToValid to check.
+func (r *Raw) withDefaults() Raw {
+	d := *r
+	d.Clusters = maps.Clone(r.Clusters)
+	if d.Listen == "" {
+		d.Listen = DefaultListen
+	}
+	if d.WorkDir == "" {
+		d.WorkDir = DefaultWorkDir
+	}
+	if d.Webhooks.MaxBodyBytes == 0 {
+		d.Webhooks.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if d.Webhooks.MaxConcurrent == 0 {
+		d.Webhooks.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if d.Metrics.Listen == "" {
+		d.Metrics.Listen = DefaultMetricsListen
+	}
+	if d.LogLevel == "" {
+		d.LogLevel = DefaultLogLevel
+	}
+	if d.Remote.Enabled() && d.Remote.CacheDir == "" {
+		d.Remote.CacheDir = filepath.Join(d.WorkDir, DefaultRemoteCache)
+	}
+	if d.GitHub.AppID != 0 {
+		if d.GitHub.APIURL == "" {
+			d.GitHub.APIURL = DefaultGitHubAPI
+		}
+		if d.GitHub.WebURL == "" {
+			d.GitHub.WebURL = DefaultGitHubWeb
+		}
+	}
+	for name, cl := range d.Clusters {
+		if cl.LiveMode == "" {
+			cl.LiveMode = diffing.LiveSimulate
+			d.Clusters[name] = cl
+		}
+	}
+	q := &d.Queue
+	if q.Driver == "" {
+		q.Driver = DefaultDriver
+	}
+	if q.Driver == DefaultDriver && q.DSNFile == "" && !q.DSN.IsSet() {
+		q.DSN = NewSecret(DefaultSQLiteDSN)
+	}
+	if q.Workers == 0 {
+		q.Workers = DefaultWorkers
+	}
+	if q.JobTimeout == 0 {
+		q.JobTimeout = DefaultJobTimeout
+	}
+	if q.RescueStuckAfter == 0 {
+		q.RescueStuckAfter = q.JobTimeout + RescueMargin
+	}
+	if q.MaxAttempts == 0 {
+		q.MaxAttempts = DefaultMaxAttempts
+	}
+	if q.SweepInterval == 0 {
+		q.SweepInterval = DefaultSweepInterval
+	}
+	return d
+}
+
+// ToValid fills the defaults (withDefaults), reads the secret files and checks
+// everything, giving the typed Config the server runs with. Errors name the file
+// and line (or say the setting came from the environment) and what to do; they
+// never hold a secret.
+func (r *Raw) ToValid() (*Config, error) {
+	v := &validator{file: r.file, root: r.root}
+	d := r.withDefaults()
+	c := &Config{
+		Listen:   d.Listen,
+		Webhooks: d.Webhooks,
+		Metrics:  Metrics{Listen: d.Metrics.Listen, BearerTokenFile: d.Metrics.BearerTokenFile},
+		GitHub: GitHub{AppID: d.GitHub.AppID, PrivateKeyFile: d.GitHub.PrivateKeyFile, WebhookSecretFile: d.GitHub.WebhookSecretFile,
+			APIURL: d.GitHub.APIURL, WebURL: d.GitHub.WebURL},
+		GitLab:         GitLab{URL: d.GitLab.URL, TokenFile: d.GitLab.TokenFile, WebhookSecretFile: d.GitLab.WebhookSecretFile},
+		Clusters:       d.Clusters,
+		DefaultCluster: d.DefaultCluster,
+		ArgoCDCluster:  d.ArgoCDCluster,
+		ArgoCD:         d.ArgoCD,
+		Queue: Queue{Driver: d.Queue.Driver, DSN: d.Queue.DSN, DSNFile: d.Queue.DSNFile, Workers: d.Queue.Workers,
+			JobTimeout: d.Queue.JobTimeout, RescueStuckAfter: d.Queue.RescueStuckAfter, MaxAttempts: d.Queue.MaxAttempts,
+			SweepInterval: d.Queue.SweepInterval},
+		Repos:        d.Repos,
+		AllowForkPRs: d.AllowForkPRs,
+		WorkDir:      d.WorkDir,
+		LogLevel:     d.LogLevel,
+		Remote:       d.Remote,
+		Warnings:     r.warnings,
+	}
+	if c.Webhooks.MaxBodyBytes < 0 {
+		v.add([]string{"webhooks", "maxBodyBytes"}, "must be positive, got %d", c.Webhooks.MaxBodyBytes)
+	}
+	if c.Webhooks.MaxConcurrent < 0 {
+		v.add([]string{"webhooks", "maxConcurrent"}, "must be positive, got %d", c.Webhooks.MaxConcurrent)
+	}
+	switch m := &c.Metrics; m.Listen {
+	case "off":
+		if m.BearerTokenFile != "" {
+			v.add([]string{"metrics", "bearerTokenFile"}, "is set but metrics.listen is off")
+		}
+	default:
+		if _, port, err := net.SplitHostPort(m.Listen); err != nil {
+			v.add([]string{"metrics", "listen"}, "not a host:port address (e.g. 127.0.0.1:9090), or off: %q", m.Listen)
+		} else if _, webPort, err := net.SplitHostPort(c.Listen); err == nil && webPort == port {
+			v.add([]string{"metrics", "listen"}, "must use another port than listen (%s): metrics are not served next to the webhooks", c.Listen)
+		}
+	}
+	if c.Metrics.BearerTokenFile != "" {
+		c.Metrics.BearerToken = readSecret(v, "metrics", "bearerTokenFile", c.Metrics.BearerTokenFile, "")
+	}
+	if err := c.Remote.Validate(); err != nil {
+		v.add([]string{"remote", "allow"}, "%v", err)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		v.add([]string{"logLevel"}, "unknown level %q (want debug, info, warn or error)", c.LogLevel)
+	}
+	if !c.GitHub.Enabled() && !c.GitLab.Enabled() {
+		if hasAny(r.GitHub) {
+			v.add([]string{"github", "appID"}, "required: the GitHub App ID (or set %sGITHUB_APPID)", EnvPrefix)
+		} else {
+			v.errs = append(v.errs, fmt.Errorf("server config: no host to serve: configure github (appID, privateKeyFile, webhookSecretFile) and/or gitlab (url, tokenFile, webhookSecretFile)"))
+		}
+	}
+	if c.GitHub.Enabled() {
+		g := &c.GitHub
+		g.WebhookSecret = readSecret(v, "github", "webhookSecretFile", g.WebhookSecretFile,
+			"refusing to serve GitHub webhooks without a webhook secret: set github.webhookSecretFile (or %sGITHUB_WEBHOOKSECRETFILE) to a file holding the secret configured on the GitHub App")
+		g.PrivateKey = readSecret(v, "github", "privateKeyFile", g.PrivateKeyFile,
+			"required: the GitHub App's private key (PEM): set github.privateKeyFile (or %sGITHUB_PRIVATEKEYFILE)")
+	}
+	if c.GitLab.Enabled() {
+		g := &c.GitLab
+		g.WebhookSecret = readSecret(v, "gitlab", "webhookSecretFile", g.WebhookSecretFile,
+			"refusing to serve GitLab webhooks without a webhook secret: set gitlab.webhookSecretFile (or %sGITLAB_WEBHOOKSECRETFILE) to a file holding the secret token of the project or group webhook")
+		g.Token = readSecret(v, "gitlab", "tokenFile", g.TokenFile,
+			"required: the bot user's API token: set gitlab.tokenFile (or %sGITLAB_TOKENFILE)")
+	} else if hasAny(r.GitLab) {
+		v.add([]string{"gitlab", "url"}, "required: the GitLab base URL, e.g. https://gitlab.com (or set %sGITLAB_URL)", EnvPrefix)
+	}
+	for _, name := range slices.Sorted(mapKeys(c.Clusters)) {
+		if cl := c.Clusters[name]; !cl.LiveMode.Valid() {
+			v.add([]string{"clusters", name, "liveMode"}, "unknown live mode %q (want simulate, dry-run or off)", cl.LiveMode)
+		}
+	}
+	for _, name := range slices.Sorted(mapKeys(c.ArgoCD.Clusters)) {
+		if c.ArgoCD.Clusters[name].Server == "" {
+			v.add([]string{"argocd", "clusters", name, "server"}, "required: the cluster's API server URL, as in its Argo CD cluster Secret")
+		}
+	}
+	for _, ref := range [][2]string{{"defaultCluster", c.DefaultCluster}, {"argocdCluster", c.ArgoCDCluster}} {
+		if _, ok := c.Clusters[ref[1]]; ref[1] != "" && !ok {
+			v.add([]string{ref[0]}, "cluster %q is not defined under clusters", ref[1])
+		}
+	}
+	q := &c.Queue
+	switch q.Driver {
+	case "sqlite", "postgres":
+	default:
+		v.add([]string{"queue", "driver"}, "unknown driver %q (want sqlite or postgres)", q.Driver)
+	}
+	if q.DSNFile != "" {
+		if q.DSN.IsSet() {
+			v.add([]string{"queue", "dsnFile"}, "set either queue.dsn or queue.dsnFile, not both")
+		}
+		q.DSN = readSecret(v, "queue", "dsnFile", q.DSNFile, "")
+	}
+	if !q.DSN.IsSet() && q.Driver == "postgres" {
+		v.add([]string{"queue", "dsn"}, "required for driver postgres: set queue.dsn or queue.dsnFile (or %sQUEUE_DSNFILE)", EnvPrefix)
+	}
+	if q.Workers < 0 {
+		v.add([]string{"queue", "workers"}, "must be positive, got %d", q.Workers)
+	}
+	if q.JobTimeout < 0 {
+		v.add([]string{"queue", "jobTimeout"}, "must be positive, got %s", q.JobTimeout)
+	}
+	if q.RescueStuckAfter <= q.JobTimeout {
+		v.add([]string{"queue", "rescueStuckAfter"}, "must be longer than queue.jobTimeout (%s), or a job still running would be started twice", q.JobTimeout)
+	}
+	if q.MaxAttempts < 0 {
+		v.add([]string{"queue", "maxAttempts"}, "must be positive, got %d", q.MaxAttempts)
+	}
+	if q.SweepInterval < 0 {
+		v.add([]string{"queue", "sweepInterval"}, "must be positive, got %s", q.SweepInterval)
+	}
+	for i, p := range c.Repos {
+		if !server.ValidRepoGlob(p) {
+			v.add([]string{"repos"}, "entry %d %q is not a valid glob (path.Match syntax, e.g. acme/*)", i+1, p)
+		}
+	}
+	if err := errors.Join(v.errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// readSecret reads a secret file; missing says what to do when the path is empty.
+func readSecret(v *validator, section, key, file, missing string) Secret {
+	keys := []string{section, key}
+	if file == "" {
+		if missing != "" {
+			v.add(keys, missing, EnvPrefix)
+		}
+		return Secret{}
+	}
+	data, err := os.ReadFile(filepath.Clean(file))
+	if err != nil {
+		// The error names the path only; the content is never read into a message.
+		v.add(keys, "reading secret file: %v", err)
+		return Secret{}
+	}
+	s := strings.TrimRight(string(data), "\r\n")
+	if strings.TrimSpace(s) == "" {
+		v.add(keys, "secret file %s is empty", file)
+		return Secret{}
+	}
+	return Secret{v: s}
+}
+
+func hasAny(v any) bool { return !reflect.ValueOf(v).IsZero() }
+
+// AllowsRepo reports whether repo matches the allowlist (empty allows all).
+func (c *Config) AllowsRepo(repo string) bool {
+	return MatchRepo(c.Repos, repo)
+}
+
+// MatchRepo reports whether repo matches one of the path.Match globs; an empty list
+// matches everything (server.MatchRepo, which the webhook handler applies).
+func MatchRepo(globs []string, repo string) bool { return server.MatchRepo(globs, repo) }
