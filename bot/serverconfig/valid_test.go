@@ -41,7 +41,7 @@ func TestToValid(t *testing.T) {
 		{name: "every default", raw: Raw{GitLab: gitlab}, want: func(*Config) {}},
 		{
 			name: "github gets github.com's URLs",
-			raw: Raw{GitHub: RawGitHub{AppID: 7, PrivateKeyFile: files["app.pem"], WebhookSecretFile: files["gh-webhook"]}},
+			raw:  Raw{GitHub: RawGitHub{AppID: 7, PrivateKeyFile: files["app.pem"], WebhookSecretFile: files["gh-webhook"]}},
 			want: func(c *Config) {
 				c.GitLab = GitLab{}
 				c.GitHub = GitHub{AppID: 7, PrivateKeyFile: files["app.pem"], WebhookSecretFile: files["gh-webhook"],
