@@ -2,9 +2,11 @@ package diffing
 
 import (
 	"encoding/base64"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/driftpreview/driftpreview/render"
 )
@@ -74,6 +76,12 @@ func Mask(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	return out
 }
 
+// serverMetadata are the metadata fields the API server sets by itself.
+var serverMetadata = []string{
+	"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
+	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
+}
+
 // Normalize returns a copy of obj without what the API server sets by itself
 // (status, managedFields, resourceVersion, uid, generation, timestamps, selfLink,
 // revision annotations), so that base, head and live objects compare on what a
@@ -82,16 +90,29 @@ func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	if obj == nil {
 		return nil
 	}
-	out := obj.DeepCopy()
-	delete(out.Object, "status")
+	if obj.Object == nil {
+		return &unstructured.Unstructured{}
+	}
+	// A deep copy without status and the server-set metadata, which are not
+	// copied at all: managedFields are often most of a live object.
+	out := &unstructured.Unstructured{Object: make(map[string]any, len(obj.Object))}
+	for k, v := range obj.Object {
+		switch md, isMap := v.(map[string]any); {
+		case k == "status":
+		case k == "metadata" && isMap:
+			cp := make(map[string]any, len(md))
+			for f, fv := range md {
+				if !slices.Contains(serverMetadata, f) {
+					cp[f] = runtime.DeepCopyJSONValue(fv)
+				}
+			}
+			out.Object[k] = cp
+		default:
+			out.Object[k] = runtime.DeepCopyJSONValue(v)
+		}
+	}
 	md, ok := out.Object["metadata"].(map[string]any)
 	if ok {
-		for _, f := range []string{
-			"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
-			"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
-		} {
-			delete(md, f)
-		}
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			for _, a := range noisyAnnotations {
 				delete(ann, a)
