@@ -10,4 +10,10 @@
 // the findings alone do not fit, Pages splits the comment into numbered comments.
 //
 // Output is deterministic: the same Report always gives the same bytes.
+//
+// Files by role: layout.go computes the sections, rows and units of a report (no
+// text budget); markdown.go writes the comment from a layout; fit.go measures it
+// and cuts diffs to the size budget; pages.go splits it into numbered comments;
+// text.go holds the Markdown/HTML text helpers; title.go and json.go are the status
+// title and the JSON writer.
 package report

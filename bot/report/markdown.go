@@ -1,10 +1,8 @@
 package report
 
 import (
-	"cmp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/driftpreview/driftpreview/diffing"
@@ -28,38 +26,12 @@ func Markdown(r *diffing.Report, opts Options) string {
 	return hardLimit(l.join(l.opts.Marker+"\n", l.blocks()), l.opts.MaxChars)
 }
 
-// Pages renders r as one or more comments of at most opts.MaxChars bytes each. It
-// returns Markdown's single comment when the findings fit in one; otherwise the
-// first page holds the marker, the headline and the findings table, which runs on
-// over the following pages, then the targets and the footer. Every follow-up page
-// starts with its own marker ("<!-- driftpreview:sticky v1 page N -->") and
-// "(continued N/M)", so an adapter can update each page in place.
-func Pages(r *diffing.Report, opts Options) []string {
-	l := newLayout(r, opts)
-	if l.fit() {
-		return []string{hardLimit(l.join(l.opts.Marker+"\n", l.blocks()), l.opts.MaxChars)}
-	}
-	// All diffs are cut by now (fit went through every step); the targets get
-	// their summaries back, since they may take pages of their own.
-	for _, s := range l.sections {
-		s.collapsed = false
-	}
-	return l.paginate()
-}
-
 // block is one unit of layout that a page break may not split.
 type block struct {
 	text string
 	sec  *section
 	row  bool
 	idx  int // the row's index in layout.rows
-}
-
-func (b block) size() int {
-	if b.sec != nil {
-		return b.sec.size()
-	}
-	return len(b.text)
 }
 
 func (b block) String() string {
@@ -111,84 +83,6 @@ func (l *layout) join(prefix string, bs []block) string {
 		prevRow = bl.row
 	}
 	return b.String()
-}
-
-// size is len(l.join(marker, l.blocks())) without building the text.
-func (l *layout) size() int {
-	n := len(l.opts.Marker) + 1
-	prevRow := false
-	for _, bl := range l.blocks() {
-		if bl.row && !prevRow {
-			n += len(l.tableHeader())
-		}
-		n += bl.size()
-		prevRow = bl.row
-	}
-	return n
-}
-
-// fit cuts diffs until the comment fits MaxChars: first it replaces diffs by the
-// object's name, least risky and largest first, then names by a count, then
-// collapses whole targets to their summary line. It reports whether that was
-// enough; it never touches the findings.
-func (l *layout) fit() bool {
-	limit := l.opts.MaxChars
-	if l.size() <= limit {
-		return true
-	}
-	var diffs []*unit
-	for _, u := range l.units {
-		if u.full != "" {
-			diffs = append(diffs, u)
-		}
-	}
-	secs := slices.Clone(l.sections)
-	slices.SortStableFunc(secs, func(a, b *section) int {
-		return cmp.Or(cmp.Compare(a.worst, b.worst), boolCmp(a.failing, b.failing), -cmp.Compare(a.size(), b.size()))
-	})
-	steps := []struct {
-		n     int
-		apply func(i int, on bool)
-	}{
-		{len(diffs), func(i int, on bool) {
-			diffs[i].state = stateFull
-			if on {
-				diffs[i].state = stateListed
-			}
-		}},
-		{len(l.units), func(i int, on bool) {
-			l.units[i].state = stateListed
-			if on {
-				l.units[i].state = stateCounted
-			}
-		}},
-		{len(secs), func(i int, on bool) { secs[i].collapsed = on }},
-	}
-	for _, st := range steps {
-		set := func(k int) {
-			for i := 0; i < st.n; i++ {
-				st.apply(i, i < k)
-			}
-		}
-		// Each cut shrinks the comment, so the fewest cuts that fit are found by
-		// bisection rather than by measuring after every single cut.
-		k := sort.Search(st.n+1, func(k int) bool {
-			set(k)
-			return l.size() <= limit
-		})
-		for k < st.n {
-			set(k)
-			if l.size() <= limit {
-				return true
-			}
-			k++ // not monotonic after all: keep cutting one by one
-		}
-		set(st.n)
-		if l.size() <= limit {
-			return true
-		}
-	}
-	return false
 }
 
 // severityCounts is how many findings the layout holds of each severity; the
@@ -357,40 +251,6 @@ func (l *layout) rowText(rw row) string {
 	return "| " + strings.Join(cells, " | ") + " |\n"
 }
 
-// cutNote says what fit() cut, so nobody mistakes a short comment for the whole.
-func (l *layout) cutNote() string {
-	type obj struct {
-		sec int
-		key string
-	}
-	cut := map[obj]bool{}
-	collapsed := 0
-	for _, s := range l.sections {
-		if s.collapsed {
-			collapsed++
-		}
-	}
-	for _, u := range l.units {
-		if u.full != "" && (u.state != stateFull || l.sections[u.sec].collapsed) {
-			cut[obj{u.sec, u.key.String()}] = true
-		}
-	}
-	if len(cut) == 0 && collapsed == 0 {
-		return ""
-	}
-	var what string
-	switch {
-	case len(cut) > 0 && collapsed > 0:
-		what = "Diffs of " + plural(len(cut), "object", "objects") + " and the details of " + plural(collapsed, "target", "targets") + " were"
-	case len(cut) > 0:
-		what = "Diffs of " + plural(len(cut), "object", "objects") + " were"
-	default:
-		what = "The details of " + plural(collapsed, "target", "targets") + " were"
-	}
-	return "\n" + what + " cut to fit the " + thousands(l.opts.MaxChars) +
-		"-character limit; run `driftpreview preview` locally for the full diff.\n"
-}
-
 // footer says exactly what was compared, how to re-run and how to silence a
 // finding properly.
 func (l *layout) footer() string {
@@ -473,114 +333,4 @@ func revOrUnknown(rev string) string {
 		return "unknown"
 	}
 	return rev
-}
-
-// pageMarker is the sticky marker of follow-up page n.
-func pageMarker(marker string, n int) string {
-	if base, ok := strings.CutSuffix(marker, "-->"); ok {
-		return strings.TrimRight(base, " ") + " page " + strconv.Itoa(n) + " -->"
-	}
-	return marker + " page " + strconv.Itoa(n)
-}
-
-const pageTail = "\n_Continued in the next comment._\n"
-
-func (l *layout) pagePrefix(n, total int) string {
-	if n == 1 {
-		return l.opts.Marker + "\n"
-	}
-	return pageMarker(l.opts.Marker, n) + "\n_(continued " + strconv.Itoa(n) + "/" + strconv.Itoa(total) + ")_\n"
-}
-
-// paginate packs the blocks into pages of at most MaxChars bytes, repeating the
-// table header where the table runs onto a new page.
-func (l *layout) paginate() []string {
-	limit := l.opts.MaxChars
-	bs := l.blocks()
-	// Reserve room for the widest prefix: there are never more pages than blocks.
-	most := len(bs) + 1
-	room := limit - max(len(l.pagePrefix(1, most)), len(l.pagePrefix(most, most))) - len(pageTail)
-	hdr := len(l.tableHeader())
-	for i := range bs {
-		bs[i] = l.shrink(bs[i], room-hdr)
-	}
-
-	var pages [][]block
-	var cur []block
-	used := 0
-	for _, bl := range bs {
-		need := bl.size()
-		if bl.row && (len(cur) == 0 || !cur[len(cur)-1].row) {
-			need += hdr
-		}
-		if len(cur) > 0 && used+need > room {
-			pages = append(pages, cur)
-			cur, used = nil, 0
-			need = bl.size()
-			if bl.row {
-				need += hdr
-			}
-		}
-		cur = append(cur, bl)
-		used += need
-	}
-	if len(cur) > 0 {
-		pages = append(pages, cur)
-	}
-
-	out := make([]string, len(pages))
-	for i, p := range pages {
-		text := l.join(l.pagePrefix(i+1, len(pages)), p)
-		if i < len(pages)-1 {
-			text += pageTail
-		}
-		out[i] = hardLimit(text, limit)
-	}
-	return out
-}
-
-// shrink makes one block fit in room bytes: a target loses its details, a row its
-// message's tail, anything else its tail.
-func (l *layout) shrink(b block, room int) block {
-	if b.size() <= room {
-		return b
-	}
-	if b.sec != nil {
-		b.sec.collapsed = true
-		if b.size() <= room {
-			return b
-		}
-		return block{text: hardLimit(b.sec.text(), room)}
-	}
-	if b.row {
-		return block{text: l.rowWithin(l.rows[b.idx], room), row: true, idx: b.idx}
-	}
-	return block{text: hardLimit(b.text, room)}
-}
-
-// rowWithin shortens a row's message until the row fits in room bytes.
-func (l *layout) rowWithin(rw row, room int) string {
-	msg := rw.f.Message
-	for len(msg) > 0 {
-		rw.f.Message = truncateBytes(msg, len(msg)-max(1, len(l.rowText(rw))-room)) + " … (cut)"
-		if t := l.rowText(rw); len(t) <= room {
-			return t
-		}
-		msg = truncateBytes(msg, len(msg)*3/4)
-	}
-	return hardLimit(l.rowText(rw), room)
-}
-
-const cutMark = "\n\n… (cut to fit the limit)\n"
-
-// hardLimit is the very last resort: it cuts text at a rune boundary so that no
-// host refuses the comment, and says so.
-func hardLimit(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	if limit <= len(cutMark) {
-		return truncateBytes(s, limit)
-	}
-	return truncateBytes(s, limit-len(cutMark)) + cutMark
 }
