@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +198,35 @@ func TestRenderTimeout(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > 10*time.Second {
 		t.Errorf("Render returned after %s", waited)
+	}
+}
+
+func TestUnmarshalYAML(t *testing.T) {
+	type refs struct {
+		Kind      string   `json:"kind"`
+		Resources []string `json:"resources"`
+	}
+	var r refs
+	if err := render.UnmarshalYAML([]byte("kind: Component\nresources: [a, b]\n"), "k.yaml", &r); err != nil || r.Kind != "Component" || len(r.Resources) != 2 {
+		t.Fatalf("UnmarshalYAML = %+v, %v", r, err)
+	}
+	var n map[string]any
+	if err := render.UnmarshalYAML([]byte("n: 1000000\n"), "v.yaml", &n); err != nil || n["n"] != 1e6 {
+		t.Fatalf("numbers are float64 in an any, as with sigs.k8s.io/yaml: %#v, %v", n, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"a: 1\n---\nb: 2\n", `k.yaml:3: invalid YAML: only one document is allowed here; remove the "---" separator`},
+		{"kind: [x]\nresources: [a]\n", "k.yaml:1: kind: a array where string is expected"},
+		{"a: 1\na: 2\n", `k.yaml:2: invalid YAML: duplicate key "a" (first defined on line 1)`},
+		{strings.Repeat("[", render.MaxDepth+2) + strings.Repeat("]", render.MaxDepth+2), fmt.Sprintf("k.yaml:1: invalid YAML: nested more than %d levels deep", render.MaxDepth)},
+	} {
+		var r refs
+		if err := render.UnmarshalYAML([]byte(tc.in), "k.yaml", &r); err == nil || err.Error() != tc.want {
+			t.Errorf("render.UnmarshalYAML(%q) error = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	r = refs{Kind: "kept"}
+	if err := render.UnmarshalYAML([]byte("# nothing\n"), "k.yaml", &r); err != nil || r.Kind != "kept" {
+		t.Errorf("an empty document changed the value: %+v, %v", r, err)
 	}
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +70,45 @@ func DecodeYAML(data []byte, file string) ([]Document, error) {
 		}
 		docs = append(docs, Document{Line: root.Line, Value: v, Node: root})
 	}
+}
+
+// UnmarshalYAML decodes the one YAML document of data into v with DecodeYAML's
+// limits (alias bombs, depth, duplicate keys refused), then through JSON the way
+// sigs.k8s.io/yaml does: struct fields by their json tags (else their names, case
+// insensitively), numbers in an any as float64. An empty input leaves v as it is;
+// more than one document is an error. A value of the wrong type for a field is an
+// error too, but, as with encoding/json, the other fields are filled. Errors are
+// *Error naming file and line. Discovery and the repo config read the YAML of a
+// PR (git-generator files, templatePatch, Helm values strings, kustomizations)
+// through it.
+func UnmarshalYAML(data []byte, file string, v any) error {
+	docs, err := DecodeYAML(data, file)
+	if err != nil {
+		return err
+	}
+	switch len(docs) {
+	case 0:
+		return nil
+	case 1:
+	default:
+		return &Error{File: file, Line: docs[1].Line, Err: errors.New("invalid YAML: only one document is allowed here; remove the \"---\" separator")}
+	}
+	b, err := json.Marshal(docs[0].Value)
+	if err != nil {
+		return &Error{File: file, Line: docs[0].Line, Err: fmt.Errorf("invalid YAML: %w", err)}
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			at := ""
+			if te.Field != "" {
+				at = te.Field + ": "
+			}
+			err = fmt.Errorf("%sa %s where %s is expected", at, te.Value, te.Type)
+		}
+		return &Error{File: file, Line: docs[0].Line, Err: err}
+	}
+	return nil
 }
 
 // checkYAML refuses alias bombs and over-deep nesting in data without converting it,

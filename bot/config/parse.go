@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -57,7 +56,6 @@ var (
 	severities  = []string{"info", "warning", "error"}
 	kubeVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+(\.[0-9]+)?$`)
 	dateRE      = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
-	yamlLine    = regexp.MustCompile(`^yaml: line ([0-9]+): (.*)$`)
 )
 
 // ruleNames lists every finding rule ID a config may name, sorted.
@@ -110,28 +108,20 @@ func Parse(data []byte, file string) (*Config, error) {
 	if len(data) > MaxFileBytes {
 		return nil, joinErrors([]*Error{{File: file, Reason: fmt.Sprintf("file is larger than %d bytes; a config never needs that much", MaxFileBytes)}})
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	err := dec.Decode(&doc)
-	if errors.Is(err, io.EOF) {
-		return &Config{Version: CurrentVersion, Discovered: true}, nil
-	}
+	// render's decoder, so its limits (alias bombs, depth, duplicate keys)
+	// hold here as for every other YAML of a PR.
+	docs, err := render.DecodeYAML(data, file)
 	if err != nil {
 		return nil, joinErrors([]*Error{syntaxError(file, err)})
 	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		return nil, joinErrors([]*Error{syntaxError(file, err)})
-	default:
-		return nil, joinErrors([]*Error{{File: file, Line: extra.Line, Reason: "only one YAML document is allowed; remove the \"---\" separator"}})
-	}
-	if len(doc.Content) == 0 || doc.Content[0].ShortTag() == "!!null" {
+	if len(docs) == 0 {
 		return &Config{Version: CurrentVersion, Discovered: true}, nil
 	}
+	if len(docs) > 1 {
+		return nil, joinErrors([]*Error{{File: file, Line: docs[1].Line, Reason: "only one YAML document is allowed; remove the \"---\" separator"}})
+	}
 	p := &parser{file: file}
-	cfg := p.config(doc.Content[0])
+	cfg := p.config(docs[0].Node)
 	if len(p.errs) > 0 {
 		slices.SortStableFunc(p.errs, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
 		return nil, joinErrors(p.errs)
@@ -140,13 +130,25 @@ func Parse(data []byte, file string) (*Config, error) {
 	return cfg, nil
 }
 
+// syntaxError turns render.DecodeYAML's error into an *Error with its line.
 func syntaxError(file string, err error) *Error {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Reason: "invalid YAML: " + m[2]}
+	if re, ok := errors.AsType[*render.Error](err); ok {
+		return &Error{File: file, Line: re.Line, Reason: hideQuoted(re.Err.Error())}
 	}
-	return &Error{File: file, Reason: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	return &Error{File: file, Reason: hideQuoted(err.Error())}
+}
+
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// hideQuoted hides the quoted words of a decoder's message (a duplicate key) that
+// look like a credential, as display does for the parser's own messages.
+func hideQuoted(msg string) string {
+	return quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		if s, err := strconv.Unquote(q); err == nil && looksSecret(s) {
+			return display(s)
+		}
+		return q
+	})
 }
 
 // parser walks the YAML node tree, collecting every problem it meets.

@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/render"
 )
@@ -225,41 +223,43 @@ func (s *scan) read(name string) []byte {
 // kustomizationRefs holds the fields of a kustomization that name other files or
 // directories. Anything else is render's business.
 type kustomizationRefs struct {
-	Kind                  string   `yaml:"kind"`
-	Resources             []string `yaml:"resources"`
-	Bases                 []string `yaml:"bases"`
-	Components            []string `yaml:"components"`
-	Crds                  []string `yaml:"crds"`
-	PatchesStrategicMerge []string `yaml:"patchesStrategicMerge"`
-	Transformers          []string `yaml:"transformers"`
-	Generators            []string `yaml:"generators"`
-	Validators            []string `yaml:"validators"`
-	Configurations        []string `yaml:"configurations"`
+	Kind                  string   `json:"kind"`
+	Resources             []string `json:"resources"`
+	Bases                 []string `json:"bases"`
+	Components            []string `json:"components"`
+	Crds                  []string `json:"crds"`
+	PatchesStrategicMerge []string `json:"patchesStrategicMerge"`
+	Transformers          []string `json:"transformers"`
+	Generators            []string `json:"generators"`
+	Validators            []string `json:"validators"`
+	Configurations        []string `json:"configurations"`
 	Patches               []struct {
-		Path string `yaml:"path"`
-	} `yaml:"patches"`
+		Path string `json:"path"`
+	} `json:"patches"`
 	PatchesJSON6902 []struct {
-		Path string `yaml:"path"`
-	} `yaml:"patchesJson6902"`
+		Path string `json:"path"`
+	} `json:"patchesJson6902"`
 	Replacements []struct {
-		Path string `yaml:"path"`
-	} `yaml:"replacements"`
-	ConfigMapGenerator []generatorRefs `yaml:"configMapGenerator"`
-	SecretGenerator    []generatorRefs `yaml:"secretGenerator"`
+		Path string `json:"path"`
+	} `json:"replacements"`
+	ConfigMapGenerator []generatorRefs `json:"configMapGenerator"`
+	SecretGenerator    []generatorRefs `json:"secretGenerator"`
 }
 
 type generatorRefs struct {
-	Files []string `yaml:"files"`
-	Envs  []string `yaml:"envs"`
-	Env   string   `yaml:"env"`
+	Files []string `json:"files"`
+	Envs  []string `json:"envs"`
+	Env   string   `json:"env"`
 }
 
 func (s *scan) readKustomization(dir string, info *dirInfo) {
 	data := s.read(path.Join(dir, info.kustomization))
 	var k kustomizationRefs
 	// A malformed kustomization is still a target; rendering reports the error.
-	// yaml.v3 fills what it can before a type error, which is what we want here.
-	_ = yaml.Unmarshal(data, &k)
+	// render.UnmarshalYAML fills what it can around a type error, which is what
+	// we want here, and refuses what render refuses (alias bombs, depth,
+	// duplicate keys): then no file it names is taken to be an input.
+	_ = render.UnmarshalYAML(data, path.Join(dir, info.kustomization), &k)
 	info.component = k.Kind == "Component"
 	refs := slices.Concat(k.Resources, k.Bases, k.Components, k.Crds, k.PatchesStrategicMerge,
 		k.Transformers, k.Generators, k.Validators, k.Configurations)

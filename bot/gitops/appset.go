@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sort"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
@@ -334,7 +332,7 @@ func (e *expander) renderApp(tpl map[string]any, params map[string]any, patch *s
 // cannot be changed by a patch.
 func applyTemplatePatch(app map[string]any, patch string) (map[string]any, error) {
 	var p map[string]any
-	if err := yaml.Unmarshal([]byte(patch), &p); err != nil {
+	if err := render.UnmarshalYAML([]byte(patch), "templatePatch", &p); err != nil {
 		return nil, fmt.Errorf("invalid templatePatch: %w", err)
 	}
 	project := getPath(app, "spec", "project")

@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/driftpreview/driftpreview/render"
 )
 
 // ArgoCluster is one cluster Argo CD knows: a Secret labelled
@@ -381,14 +383,14 @@ var baseTemplate = func() *template.Template {
 	}
 	fm["fromYaml"] = func(s string) (map[string]any, error) {
 		m := map[string]any{}
-		if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+		if err := render.UnmarshalYAML([]byte(s), "fromYaml", &m); err != nil {
 			return nil, err
 		}
 		return m, nil
 	}
 	fm["fromYamlArray"] = func(s string) ([]any, error) {
 		a := []any{}
-		if err := yaml.Unmarshal([]byte(s), &a); err != nil {
+		if err := render.UnmarshalYAML([]byte(s), "fromYamlArray", &a); err != nil {
 			return nil, err
 		}
 		return a, nil
@@ -522,7 +524,7 @@ func (e *expander) list(raw []byte) ([]map[string]any, error) {
 	}
 	if lg.ElementsYaml != "" {
 		var more []map[string]any
-		if err := yaml.Unmarshal([]byte(lg.ElementsYaml), &more); err != nil {
+		if err := render.UnmarshalYAML([]byte(lg.ElementsYaml), "elementsYaml", &more); err != nil {
 			return nil, fmt.Errorf("error unmarshling decoded ElementsYaml %w", err)
 		}
 		res = append(res, more...)
@@ -690,9 +692,9 @@ func (e *expander) gitFiles(items []gitPathItem, values map[string]string, prefi
 func (e *expander) fileParams(file string, content []byte, values map[string]string, prefix string) ([]map[string]any, error) {
 	var objs []map[string]any
 	single := map[string]any{}
-	if err := yaml.Unmarshal(content, &single); err == nil {
+	if err := render.UnmarshalYAML(content, file, &single); err == nil {
 		objs = append(objs, single)
-	} else if err := yaml.Unmarshal(content, &objs); err != nil {
+	} else if err := render.UnmarshalYAML(content, file, &objs); err != nil {
 		return nil, fmt.Errorf("unable to parse file: %w", err)
 	}
 	dir := path.Dir(file)

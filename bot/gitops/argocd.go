@@ -328,7 +328,7 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 		}
 		var values map[string]any
 		if h.Values != "" {
-			if err := yaml.Unmarshal([]byte(h.Values), &values); err != nil {
+			if err := render.UnmarshalYAML([]byte(h.Values), "values", &values); err != nil {
 				return fmt.Sprintf("%s: spec.source.helm.values is not a YAML map: %v", m.where(), err), false
 			}
 		}

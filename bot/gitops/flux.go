@@ -643,9 +643,12 @@ func (d *discovery) fluxReleaseValues(t config.Target, m *manifest, s fluxHelmRe
 			continue
 		}
 		var vals map[string]any
-		if err := yaml.Unmarshal([]byte(raw), &vals); err != nil {
-			// Never wrap the parse error of a Secret: it may quote the value.
-			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s key %s is not a YAML map: its values are not used", kind, vf.Name, vkey))
+		if err := render.UnmarshalYAML([]byte(raw), src.File+" "+vf.Name+"/"+vkey, &vals); err != nil {
+			note := fmt.Sprintf("valuesFrom %s %s key %s is not a YAML map: its values are not used", kind, vf.Name, vkey)
+			if kind != "Secret" { // never quote the parse error of a Secret: it may quote the value
+				note += " (" + err.Error() + ")"
+			}
+			t.Notes = append(t.Notes, note)
 			continue
 		}
 		if kind == "Secret" {

@@ -3,16 +3,12 @@ package gitops
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
-
-	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
@@ -231,33 +227,26 @@ func chartMentionsGitOps(chartDir string) bool {
 	return found
 }
 
-// parseManifests reads every YAML document of one file and keeps the interesting
-// ones. It returns what it could read together with the first error.
+// parseManifests reads every YAML document of one file, through render's decoder
+// and its limits (alias bombs, depth, duplicate keys), and keeps the interesting
+// ones. A file render would refuse gives no manifests and the error.
 func parseManifests(file string, b []byte) ([]*manifest, error) {
-	dec := yamlv3.NewDecoder(bytes.NewReader(b))
+	docs, err := render.DecodeYAML(b, file)
+	if err != nil {
+		return nil, err
+	}
 	var out []*manifest
-	for {
-		var node yamlv3.Node
-		err := dec.Decode(&node)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return out, &render.Error{File: file, Err: fmt.Errorf("parsing YAML: %w", err)}
-		}
-		var obj map[string]any
-		if err := node.Decode(&obj); err != nil {
+	for _, d := range docs {
+		obj, ok := d.Value.(map[string]any)
+		if !ok {
 			continue // a list or scalar document: not an object
 		}
-		line := node.Line
-		if len(node.Content) > 0 {
-			line = node.Content[0].Line
-		}
 		if m := newManifest(obj); m != nil {
-			m.File, m.Line = file, line
+			m.File, m.Line = file, d.Line
 			out = append(out, m)
 		}
 	}
+	return out, nil
 }
 
 // newManifest wraps obj when discovery needs it; obj must be JSON-compatible.
@@ -276,8 +265,8 @@ func newManifest(obj map[string]any) *manifest {
 	if name == "" {
 		return nil
 	}
-	// Round-trip through JSON so every value is JSON-shaped (yaml.v3 gives ints
-	// and time.Time where JSON has float64 and strings).
+	// Round-trip through JSON so every value is JSON-shaped (render.DecodeYAML
+	// and rendered objects give int64 where JSON has float64).
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return nil

@@ -192,7 +192,7 @@ spec:
 				if len(res.NotRendered) != 1 || !strings.HasPrefix(res.NotRendered[0].Skip, "invalid Application: apps/bad.yaml:1: reading Application bad:") {
 					t.Errorf("not rendered %v", project(res.NotRendered))
 				}
-				if len(res.Notes) != 1 || !strings.HasPrefix(res.Notes[0], "apps/broken.yaml: parsing YAML:") {
+				if len(res.Notes) != 1 || !strings.HasPrefix(res.Notes[0], "apps/broken.yaml:3: invalid YAML:") {
 					t.Errorf("notes = %q, want one about apps/broken.yaml only", res.Notes)
 				}
 			},

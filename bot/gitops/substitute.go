@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -41,10 +42,18 @@ func Substitute(set render.ObjectSet, vars map[string]string) (render.ObjectSet,
 			errs = append(errs, &render.Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: %w", o.Key, err)})
 			continue
 		}
-		// Through JSON into Unstructured, so integers stay int64 as the rest of
-		// the pipeline expects.
-		j, err := yaml.YAMLToJSON([]byte(text))
+		// Through render's decoder (its limits hold for what the variables
+		// bring in) and JSON into Unstructured, so integers stay int64 as the
+		// rest of the pipeline expects.
 		u := &unstructured.Unstructured{}
+		var j []byte
+		docs, err := render.DecodeYAML([]byte(text), o.Source)
+		if err == nil && len(docs) != 1 {
+			err = errors.New("not one object")
+		}
+		if err == nil {
+			j, err = json.Marshal(docs[0].Value)
+		}
 		if err == nil {
 			err = u.UnmarshalJSON(j)
 		}
