@@ -185,7 +185,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		skip = notAffectedBy(targets, baseDir, headDir, changed)
 	}
 
-	p := pipeline{req: req, cfg: cfg, baseDir: baseDir, headDir: headDir, readers: map[string]*live.Reader{}, renders: cache, atBase: atBase, renamed: renamed}
+	p := pipeline{req: req, cfg: cfg, base: checkout{"base", baseDir}, head: checkout{"head", headDir}, readers: map[string]*live.Reader{}, renders: cache, atBase: atBase, renamed: renamed}
 	// Targets are independent: render and read them in parallel, one per CPU, and
 	// keep the report in target order.
 	rep.Targets = make([]diffing.TargetReport, len(targets))
@@ -248,12 +248,20 @@ func loadConfig(req Request, baseDir string) (*config.Config, error) {
 	}
 }
 
+// checkout is one side of the PR, checked out in dir.
+type checkout struct {
+	side string // "base" or "head", as notes name it
+	dir  string
+}
+
 // pipeline carries what the targets of one run share: checkouts and live readers.
 type pipeline struct {
-	req              Request
-	cfg              *config.Config
-	baseDir, headDir string
-	renders          *renderCache
+	req Request
+	cfg *config.Config
+	// base and head are the two checkouts, each with the side it is: the
+	// renderer is told which, never left to guess from the directory.
+	base, head checkout
+	renders    *renderCache
 	// atBase names the targets the base commit declares (in its config, or found
 	// by discovery at base): their discovery findings hold at base too.
 	atBase map[string]bool
@@ -291,10 +299,10 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 		headDone = make(chan struct{})
 		go func() {
 			defer close(headDone)
-			in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.headDir, ht)
+			in.Head, headNote, in.HeadErr = p.renderAt(ctx, p.head, ht)
 		}()
 	}
-	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.baseDir, t)
+	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.base, t)
 	var adopted []render.ObjectKey
 	if c := t.Controller; c != nil && c.Generator != "" && !c.Deleted && !p.atBase[discover.Key(t)] {
 		// An Application its ApplicationSet generates only at head (a new
@@ -313,7 +321,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 			if h := next.HeadSide; h != nil {
 				nt.Path, nt.Render, nt.Substitute = h.Path, h.Render, h.Substitute
 			}
-			if nextSet, _, err := p.renderAt(ctx, p.headDir, nt); err == nil {
+			if nextSet, _, err := p.renderAt(ctx, p.head, nt); err == nil {
 				in.Base, adopted = adoptedBy(in.Base, nextSet)
 			}
 		}
@@ -588,15 +596,13 @@ func (p *pipeline) reader(cl *Cluster) (*live.Reader, error) {
 	return r, nil
 }
 
-// renderAt renders the target in one checkout. A target directory missing at one
-// side is an empty set (a new or removed target), with a note, not an error.
-func (p *pipeline) renderAt(ctx context.Context, root string, t config.Target) (set render.ObjectSet, note string, err error) {
+// renderAt renders the target in the checkout c. A target directory missing at one
+// side is an empty set (a new or removed target), with a note naming c's side,
+// not an error.
+func (p *pipeline) renderAt(ctx context.Context, c checkout, t config.Target) (set render.ObjectSet, note string, err error) {
+	root := c.dir
 	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(t.Path))); errors.Is(err, fs.ErrNotExist) && t.Render.OCI == nil {
-		side := "head"
-		if filepath.Base(root) == "base" {
-			side = "base"
-		}
-		return render.ObjectSet{}, fmt.Sprintf("%s does not exist at %s.", t.Path, side), nil
+		return render.ObjectSet{}, fmt.Sprintf("%s does not exist at %s.", t.Path, c.side), nil
 	}
 	ropts := t.Render
 	ropts.Remote = p.req.Remote
