@@ -592,6 +592,54 @@ var gitopsCases = []gitopsCase{
 			wantChange(t, rep, "g80-db", "CustomResourceDefinition/widgets.g80.example.com", diffing.ActionDeleted, diffing.ActionDeleted)
 		},
 	},
+	// A HelmRelease asks for ">=1.0.0" at base and at head (the PR changes only
+	// a README); the cluster runs 1.0.0 (status.history), and the repository has
+	// since published 2.0.0, which renames the StatefulSet and drops the CRD.
+	// Base and head resolve the range against the same index: the PR changes
+	// nothing. What the upgrade does is shown against the live cluster (the
+	// StatefulSet the release drops is pruned), with a note that Flux applies
+	// it whether or not the PR merges; its findings hold at base
+	// (pre-existing), so the check passes. (rename and prune-cascade are
+	// base→head findings: with nothing changed between them they are not
+	// made; the variant below is the same upgrade made by the PR.)
+	{
+		name:    "81-flux-helmrepo-range-newer-release",
+		must:    []string{"prune-stateful StatefulSet/g81/db"},
+		mustNot: []string{"rename"},
+		failing: false,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g81-db")
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return regexp.MustCompile(`^chart db from http://\S+: >=1\.0\.0 resolves to 2\.0\.0 now; the cluster runs 1\.0\.0 \(the HelmRelease's release history\)\. Flux upgrades it to 2\.0\.0 at its next reconcile whether or not this PR merges; this PR does not change it\.$`).MatchString(n)
+			}) {
+				t.Errorf("no note that the range resolves to a newer release than the cluster runs: %q", tr.Notes)
+			}
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return strings.HasSuffix(n, ": >=1.0.0 resolves to 2.0.0 at base and at head.")
+			}) {
+				t.Errorf("the notes do not say base and head resolve alike: %q", tr.Notes)
+			}
+			for _, f := range tr.Findings {
+				if f.Severity >= diffing.SeverityWarning && !f.PreExisting {
+					t.Errorf("%s %s is blamed on a PR that does not change the release", f.Rule, f.Key)
+				}
+			}
+			// db-main is in base and head alike; db is only live (tracked by
+			// helm-controller's labels), which the report lists as deleted.
+			wantChange(t, rep, "g81-db", "StatefulSet/g81/db-main", diffing.ActionUnchanged, diffing.ActionCreated)
+			wantChange(t, rep, "g81-db", "StatefulSet/g81/db", diffing.ActionDeleted, diffing.ActionDeleted)
+		},
+		variants: []gitopsVariant{{
+			// The PR itself moves the range to the new major: now it changes
+			// the release, and the upgrade's findings are its own.
+			name: "pr-changes-the-version",
+			edits: map[string][2]string{
+				"base/clusters/test/g81-db.yaml": {`version: ">=1.0.0"`, "version: 1.0.0"},
+			},
+			must:    []string{"rename StatefulSet/g81/db", "prune-cascade CustomResourceDefinition/widgets.g81.example.com"},
+			failing: true,
+		}},
+	},
 	// A kustomize overlay whose base is another git repository pinned at a
 	// tag, served over git's smart HTTP protocol and allowed by the policy: the
 	// PR moves the ref v1 → v2, which renames the StatefulSet. Both refs are

@@ -392,6 +392,9 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 	}
 	ctrlNote := lr.note
 	tr.Notes = append(tr.Notes, chartNotes(baseCharts, headCharts)...)
+	if n := releaseNote(lr.release, baseCharts, headCharts); n != "" {
+		tr.Notes = append(tr.Notes, n)
+	}
 	for _, n := range []string{baseNote, headNote, liveNote, ctrlNote} {
 		if n != "" {
 			tr.Notes = append(tr.Notes, n)
@@ -412,8 +415,11 @@ type liveRead struct {
 	state    *diffing.LiveState
 	findings []diffing.Finding
 	note     string
-	reader   *live.Reader // nil when the read failed before it started
-	opts     live.Options
+	// release is the live HelmRelease's release in storage: chart name and
+	// version (controller.State.ReleaseChart, ReleaseVersion).
+	release [2]string
+	reader  *live.Reader // nil when the read failed before it started
+	opts    live.Options
 }
 
 // live reads the target's live state: its GitOps controller object first (the exact
@@ -442,6 +448,7 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 	var findings []diffing.Finding
 	var note string
 	var argo controller.ArgoSettings
+	var release [2]string
 	if t.Controller != nil {
 		ctrlCluster, why := p.controllerCluster(t, cl)
 		if ctrlCluster == nil {
@@ -457,10 +464,11 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 			}
 			lo.Inventory = st.Inventory
 			argo = st.Argo
+			release = [2]string{st.ReleaseChart, st.ReleaseVersion}
 		}
 	}
 	lo.Tracking = tracking(t, argo)
-	return liveRead{state: reader.Read(ctx, in.Base, in.Head, lo), findings: findings, note: note, reader: reader, opts: lo}
+	return liveRead{state: reader.Read(ctx, in.Base, in.Head, lo), findings: findings, note: note, reader: reader, opts: lo, release: release}
 }
 
 // markPreExisting marks the findings of tr that already hold at the PR's base, so
@@ -658,6 +666,41 @@ func chartNotes(base, head []render.ResolvedChart) []string {
 		}
 	}
 	return notes
+}
+
+// releaseNote says when a HelmRelease's chart resolves, now, to another version
+// than the release the cluster runs (live status.history), although the PR
+// leaves what it asks for as it was: a version range (">=1.0.0", "1.x") that
+// the repository has since published a newer release for. source-controller
+// resolves the range again at every HelmChart interval and helm-controller
+// upgrades to the new artifact at its next reconcile, merged or not; the bot
+// cannot know what the range resolved to when base was merged, only what the
+// cluster runs. So this is a note, and the findings of that upgrade hold at
+// base as well (pre-existing): a PR that did not change the release never
+// fails because of it.
+func releaseNote(release [2]string, base, head []render.ResolvedChart) string {
+	if release[1] == "" {
+		return ""
+	}
+	for _, h := range head {
+		if h.Dependency || h.Artifact || h.GitBase || h.Name != release[0] || h.Version == release[1] {
+			continue
+		}
+		i := slices.IndexFunc(base, func(b render.ResolvedChart) bool {
+			return b.RepoURL == h.RepoURL && b.Name == h.Name && !b.Dependency
+		})
+		if i < 0 || base[i].Requested != h.Requested || base[i].Version != h.Version {
+			// The PR changes the version asked for: the chart notes say so.
+			continue
+		}
+		asked := h.Requested
+		if asked == "" {
+			asked = "the latest version"
+		}
+		return fmt.Sprintf("chart %s from %s: %s resolves to %s now; the cluster runs %s (the HelmRelease's release history). Flux upgrades it to %s at its next reconcile whether or not this PR merges; this PR does not change it.",
+			h.Name, h.RepoURL, asked, h.Version, release[1], h.Version)
+	}
+	return ""
 }
 
 // unavailable returns the reason of the first render.Unavailable among errs.

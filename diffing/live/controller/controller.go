@@ -41,6 +41,12 @@ type State struct {
 	Suspended bool
 	// Argo holds the argocd-cm settings of the Argo CD that owns an Application.
 	Argo ArgoSettings
+	// ReleaseChart and ReleaseVersion are the chart name and version of a
+	// HelmRelease's release in storage, as helm-controller records them in the
+	// newest snapshot of status.history (helm-controller api/v2 Snapshot
+	// chartName, chartVersion; the history is newest first). Empty when the
+	// object has no history.
+	ReleaseChart, ReleaseVersion string
 }
 
 // Read gets the live controller object c names (one GET) and reads its sync policy
@@ -141,6 +147,12 @@ func readHelmRelease(obj *unstructured.Unstructured, st *State) {
 	st.Prune = true // a Helm upgrade deletes what the chart no longer renders
 	mode, _, _ := unstructured.NestedString(obj.Object, "spec", "driftDetection", "mode")
 	st.SelfHeal = mode == "enabled" && !st.Suspended
+	if hist, _, _ := unstructured.NestedSlice(obj.Object, "status", "history"); len(hist) > 0 {
+		if m, ok := hist[0].(map[string]any); ok {
+			st.ReleaseChart, _ = m["chartName"].(string)
+			st.ReleaseVersion, _ = m["chartVersion"].(string)
+		}
+	}
 }
 
 // ParseInventoryID reads a Flux inventory entry id, "<namespace>_<name>_<group>_<kind>"
