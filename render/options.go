@@ -74,11 +74,18 @@ type OCISource struct {
 	MediaType    string `json:"mediaType,omitempty"`
 	Operation    string `json:"operation,omitempty"`
 	Insecure     bool   `json:"insecure,omitempty"`
+	// Argo makes this an Argo CD OCI source (repoURL oci://…): Tag is the
+	// targetRevision (a tag, digest or semver constraint, resolved as Argo
+	// CD's repo server does) and the target path is read inside the
+	// artifact, a chart's directory being its root.
+	Argo bool `json:"argo,omitempty"`
 }
 
 func (s OCISource) String() string {
 	ref := s.Tag
 	switch {
+	case s.Argo:
+		ref = " " + s.Tag
 	case s.Digest != "":
 		ref = "@" + s.Digest
 	case s.SemVer != "" && s.SemverFilter != "":

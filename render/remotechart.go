@@ -75,7 +75,19 @@ func prefetch(ctx context.Context, root, target string, opts *Options) (string, 
 		if opts.Remote == nil {
 			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: remote sources are not fetched (allow the registry with --allow-remote oci://host/path or the server config's remote: block)", o)}}
 		}
-		art, err := opts.Remote.OCIArtifact(ctx, oci.Ref{URL: o.URL, Tag: o.Tag, SemVer: o.SemVer, SemverFilter: o.SemverFilter, Digest: o.Digest}, o.MediaType, o.Operation, o.Insecure)
+		// Values files of the checkout (Argo CD's $ref ones) are read now,
+		// before the render moves into the artifact.
+		vals, err := checkoutValues(root, opts)
+		if err != nil {
+			return "", "", nil, err
+		}
+		opts.Helm.checkoutValues = vals
+		var art *remote.Artifact
+		if o.Argo {
+			art, err = opts.Remote.ArgoOCI(ctx, o.URL, o.Tag)
+		} else {
+			art, err = opts.Remote.OCIArtifact(ctx, oci.Ref{URL: o.URL, Tag: o.Tag, SemVer: o.SemVer, SemverFilter: o.SemverFilter, Digest: o.Digest}, o.MediaType, o.Operation, o.Insecure)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", "", nil, fmt.Errorf("fetching %s: %w", o, ctx.Err())
@@ -84,7 +96,7 @@ func prefetch(ctx context.Context, root, target string, opts *Options) (string, 
 		}
 		resolved = append(resolved, ResolvedChart{RepoURL: art.URL, Requested: art.Requested, Version: art.Revision, Artifact: true})
 		root = art.Dir
-		if opts.Renderer == RendererHelm {
+		if opts.Renderer == RendererHelm && !o.Argo {
 			// A HelmRelease's chartRef to an OCIRepository: helm-controller
 			// loads the artifact as a chart archive (<name>/Chart.yaml inside).
 			dir, err := remote.ChartRoot(art.Dir, "")

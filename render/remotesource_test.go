@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/driftpreview/driftpreview/render"
+	"github.com/driftpreview/driftpreview/render/remote"
 	"github.com/driftpreview/driftpreview/render/remote/gitsrc/gittest"
+	"github.com/driftpreview/driftpreview/render/remote/oci"
 	"github.com/driftpreview/driftpreview/render/remote/oci/ocitest"
 )
 
@@ -195,5 +197,71 @@ func TestRenderOCIRepositoryFilterAndCopy(t *testing.T) {
 	_, err = render.Render(ctx, checkout, "apps/podinfo", opts)
 	if reason, ok := render.IsUnavailable(err); !ok || !strings.Contains(reason, "is not a Helm chart") {
 		t.Errorf("not a chart: %v", err)
+	}
+}
+
+// TestRenderArgoOCISource: an Argo CD OCI source (repoURL oci://…): the
+// targetRevision is a tag, a digest, or a semver constraint resolved against
+// the tags (Argo CD's repo server: exact reference first, then MaxVersion);
+// path is read inside the one content layer; a Helm chart's directory is the
+// root (path "."), rendered as a chart. Layers Argo CD does not accept by
+// default are refused with the reason.
+func TestRenderArgoOCISource(t *testing.T) {
+	reg := ocitest.Start(t)
+	digests := map[string]string{}
+	for _, tag := range []string{"1.0.0", "1.2.0", "2.0.0"} {
+		digests[tag] = reg.PushLayer(t, "manifests/guestbook", tag, oci.ImageLayerMediaType, ocitest.Tgz(t, map[string]string{
+			"deploy/kustomization.yaml": kustHeader + "resources: [cm.yaml]\n",
+			"deploy/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gb-" + strings.ReplaceAll(tag, ".", "-") + "\n",
+		}))
+	}
+	reg.PushLayer(t, "manifests/flux", "1.0.0", oci.FluxContentMediaType, ocitest.Tgz(t, map[string]string{"cm.yaml": "kind: ConfigMap\n"}))
+	for _, v := range []string{"15.9.0", "15.10.1"} {
+		reg.PushChart(t, "charts", ocitest.Chart(t, "nginx", v, map[string]string{
+			"values.yaml":       "replicas: 1\n",
+			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-" + strings.ReplaceAll(v, ".", "-") + "\ndata:\n  replicas: {{ .Values.replicas | quote }}\n",
+		}))
+	}
+	checkout := t.TempDir()
+	ctx := context.Background()
+	f := fetcher(t, "oci://"+reg.Host()+"/")
+	for _, tc := range []struct{ url, rev, path, want string }{
+		{reg.URL("manifests/guestbook"), "1.0.0", "deploy", "ConfigMap/gb-1-0-0"},
+		{reg.URL("manifests/guestbook"), "^1.0.0", "deploy", "ConfigMap/gb-1-2-0"},
+		{reg.URL("manifests/guestbook"), digests["2.0.0"], "deploy", "ConfigMap/gb-2-0-0"},
+		{reg.URL("charts/nginx"), "15.9.0", ".", "ConfigMap/web-15-9-0"},
+		{reg.URL("charts/nginx"), ">=15.0.0", ".", "ConfigMap/web-15-10-1"},
+	} {
+		opts := render.DefaultOptions()
+		opts.Renderer = render.RendererAuto
+		opts.Remote = f
+		opts.Helm.ReleaseName = "web"
+		opts.OCI = &render.OCISource{URL: tc.url, Tag: tc.rev, Argo: true}
+		set, err := render.Render(ctx, checkout, tc.path, opts)
+		if err != nil {
+			t.Errorf("%s %s: %v", tc.url, tc.rev, err)
+			continue
+		}
+		if got := kindNames(set); got != tc.want {
+			t.Errorf("%s %s: %s, want %s", tc.url, tc.rev, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		remote   *remote.Fetcher
+		url, rev string
+		want     string
+	}{
+		{f, reg.URL("manifests/guestbook"), "3.0.0", "not found"},
+		{f, reg.URL("manifests/guestbook"), "^3.0.0", "no tag matches"},
+		{f, reg.URL("manifests/flux"), "1.0.0", "is not one Argo CD accepts by default"},
+		{fetcher(t, "oci://"+reg.Host()+"/other"), reg.URL("manifests/guestbook"), "1.0.0", "refused by policy"},
+	} {
+		opts := render.DefaultOptions()
+		opts.Remote = tc.remote
+		opts.OCI = &render.OCISource{URL: tc.url, Tag: tc.rev, Argo: true}
+		_, err := render.Render(ctx, checkout, "deploy", opts)
+		if reason, ok := render.IsUnavailable(err); !ok || !strings.Contains(reason, tc.want) {
+			t.Errorf("%s %s: %v, want %q", tc.url, tc.rev, err, tc.want)
+		}
 	}
 }

@@ -254,7 +254,23 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 	opts.Helm.ReleaseName = m.Name
 	opts.ArgoCDHooks = true // Argo CD never syncs or prunes hook objects
 	remoteChart := false
-	if s.Chart != "" {
+	ociSource := false
+	if strings.HasPrefix(s.RepoURL, "oci://") {
+		// An Argo CD OCI source (3.1+): source.IsOCI() wins over chart in
+		// the repo server (GenerateManifests' switch); the artifact at
+		// targetRevision is fetched when rendered and path is read inside
+		// it, a Helm chart's directory being the root (path ".").
+		if why := d.remoteRefusal(s.RepoURL); why != "" {
+			return why, false
+		}
+		p, ok := cleanRel(firstNonEmpty(s.Path, "."))
+		if !ok {
+			return fmt.Sprintf("source path %q leaves the OCI artifact", s.Path), false
+		}
+		ociSource = true
+		t.Path = p
+		opts.OCI = &render.OCISource{URL: s.RepoURL, Tag: s.TargetRevision, Argo: true}
+	} else if s.Chart != "" {
 		// A chart from a Helm repository: the vendored copy when there is one,
 		// else fetched from a Helm HTTP repository when rendered (if the remote
 		// policy allows it). targetRevision is a version or a semver range, which
@@ -271,6 +287,22 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 			remoteChart = true
 			t.Path = path.Dir(m.File)
 			opts.Helm.Chart = &render.RemoteChart{RepoURL: u, Name: s.Chart, Version: s.TargetRevision}
+		} else if u != "" && !strings.Contains(u, "://") {
+			// A scheme-less Helm repoURL is an OCI registry when Argo CD's
+			// repository Secret (or a repo-creds template) for it says
+			// enableOCI (helm.IsHelmOciRepo; the repository's EnableOCI).
+			enabled, where := d.argoEnableOCI(u)
+			if !enabled {
+				return fmt.Sprintf("source outside this repo: %s: a Helm repoURL without a scheme is an OCI registry only when Argo CD's repository Secret for it sets enableOCI: %s", u, where), false
+			}
+			oci := "oci://" + strings.TrimSuffix(u, "/")
+			if why := d.remoteRefusal(oci); why != "" {
+				return why, false
+			}
+			remoteChart = true
+			t.Path = path.Dir(m.File)
+			t.Notes = append(t.Notes, fmt.Sprintf("repoURL %s is read as %s: %s sets enableOCI", u, oci, where))
+			opts.Helm.Chart = &render.RemoteChart{RepoURL: oci, Name: s.Chart, Version: s.TargetRevision}
 		} else {
 			return "source outside this repo: " + s.RepoURL, false
 		}
@@ -294,8 +326,13 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 	if remoteChart {
 		r = render.RendererHelm
 	}
+	if ociSource {
+		// Chosen by the artifact's files when rendered, as the repo server
+		// picks the tool.
+		r, exists = render.RendererAuto, true
+	}
 	opts.Renderer = r
-	if r != render.RendererHelm {
+	if r != render.RendererHelm && !ociSource {
 		opts.Helm.ReleaseName = ""
 	}
 	if !exists && !remoteChart {
@@ -307,6 +344,23 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 		}
 		opts.Helm.SkipCRDs = h.SkipCrds
 		for _, f := range h.ValueFiles {
+			if ociSource {
+				// Files of the artifact, relative to path, or of this
+				// repository through a $ref.
+				vf, err := argoRemoteValueFile(f, refs, d)
+				if err != nil {
+					return err.Error(), false
+				}
+				if !strings.HasPrefix(vf, render.CheckoutPrefix) {
+					if vf, ok := cleanRel(path.Join(t.Path, vf)); ok {
+						opts.Helm.ValuesFiles = append(opts.Helm.ValuesFiles, vf)
+						continue
+					}
+					return fmt.Sprintf("value file %s leaves the OCI artifact", f), false
+				}
+				opts.Helm.ValuesFiles = append(opts.Helm.ValuesFiles, vf)
+				continue
+			}
 			if remoteChart {
 				// Files of the chart, or of this repository through a $ref.
 				vf, err := argoRemoteValueFile(f, refs, d)
@@ -545,4 +599,35 @@ func argoFinalizer(obj map[string]any) bool {
 		}
 	}
 	return false
+}
+
+// argoEnableOCI says whether Argo CD would treat the scheme-less Helm repoURL u
+// as an OCI registry: its repository Secret (argocd.argoproj.io/secret-type:
+// repository, url u) or, failing that, the repo-creds Secret with the longest
+// url prefix of u sets enableOCI "true" (Argo CD's repository credentials
+// lookup). where names the Secret, or says none is in this repository.
+func (d *discovery) argoEnableOCI(u string) (bool, string) {
+	norm := func(s string) string { return strings.TrimSuffix(strings.TrimSpace(s), "/") }
+	var best *manifest
+	bestLen := -1
+	for _, m := range d.manifests {
+		if m.superseded || m.group() != "" || m.Kind != "Secret" {
+			continue
+		}
+		meta, _ := m.Obj["metadata"].(map[string]any)
+		labels, _ := meta["labels"].(map[string]any)
+		typ, _ := labels["argocd.argoproj.io/secret-type"].(string)
+		data := stringData(m)
+		url := norm(data["url"])
+		switch {
+		case typ == "repository" && url == norm(u):
+			return data["enableOCI"] == "true", "Secret " + nsName(m.Namespace, m.Name)
+		case typ == "repo-creds" && url != "" && strings.HasPrefix(norm(u), url) && len(url) > bestLen:
+			best, bestLen = m, len(url)
+		}
+	}
+	if best != nil {
+		return stringData(best)["enableOCI"] == "true", "repo-creds Secret " + nsName(best.Namespace, best.Name)
+	}
+	return false, "no such Secret is in this repository"
 }

@@ -175,3 +175,66 @@ func TestDiscoverRemoteCharts(t *testing.T) {
 		t.Errorf("podinfo with remote fetching off: %+v", nr)
 	}
 }
+
+// TestDiscoverArgoOCISources: an oci:// repoURL is an Argo CD OCI source
+// (path inside the artifact, targetRevision as given); a scheme-less Helm
+// repoURL is an OCI registry only when Argo CD's repository Secret (or a
+// repo-creds template) sets enableOCI, else it is listed with the reason.
+func TestDiscoverArgoOCISources(t *testing.T) {
+	app := func(name, src string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\nspec:\n  destination: {server: https://kubernetes.default.svc, namespace: " + name + "}\n  source:\n" + src
+	}
+	root := writeFiles(t, map[string]string{
+		"apps/guestbook.yaml": app("guestbook", "    repoURL: oci://ghcr.io/example/guestbook\n    targetRevision: ^1.0.0\n    path: deploy\n    helm: {valueFiles: [values-prod.yaml]}\n"),
+		"apps/nginx.yaml":     app("nginx", "    repoURL: registry-1.docker.io/bitnamicharts\n    chart: nginx\n    targetRevision: 15.9.0\n"),
+		"apps/private.yaml":   app("private", "    repoURL: registry.example.com/charts\n    chart: db\n    targetRevision: 1.0.0\n"),
+		"apps/byprefix.yaml":  app("byprefix", "    repoURL: ghcr.io/example/charts\n    chart: api\n    targetRevision: 2.x\n"),
+		"argocd/repos.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: bitnami
+  namespace: argocd
+  labels: {argocd.argoproj.io/secret-type: repository}
+stringData: {url: registry-1.docker.io/bitnamicharts, type: helm, enableOCI: "true"}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: ghcr
+  namespace: argocd
+  labels: {argocd.argoproj.io/secret-type: repo-creds}
+data: {url: Z2hjci5pby9leGFtcGxl, enableOCI: dHJ1ZQ==}
+`,
+	})
+	res, err := Discover(t.Context(), root, Options{Remote: func(string) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb := targetByName(res.Targets, "guestbook")
+	if gb == nil || gb.Render.OCI == nil || *gb.Render.OCI != (render.OCISource{URL: "oci://ghcr.io/example/guestbook", Tag: "^1.0.0", Argo: true}) ||
+		gb.Path != "deploy" || gb.Render.Renderer != render.RendererAuto || strings.Join(gb.Render.Helm.ValuesFiles, ",") != "deploy/values-prod.yaml" {
+		t.Errorf("oci:// source: %+v (not rendered %v)", gb, res.NotRendered)
+	}
+	for name, want := range map[string]render.RemoteChart{
+		"nginx":    {RepoURL: "oci://registry-1.docker.io/bitnamicharts", Name: "nginx", Version: "15.9.0"},
+		"byprefix": {RepoURL: "oci://ghcr.io/example/charts", Name: "api", Version: "2.x"},
+	} {
+		tg := targetByName(res.Targets, name)
+		if tg == nil || tg.Render.Helm.Chart == nil || *tg.Render.Helm.Chart != want {
+			t.Errorf("%s: %+v", name, tg)
+		}
+	}
+	if nr := targetByName(res.NotRendered, "private"); nr == nil || !strings.Contains(nr.Skip, "sets enableOCI: no such Secret is in this repository") {
+		t.Errorf("private: %+v", nr)
+	}
+	// Refused by the policy: not rendered, with the reason.
+	res, err = Discover(t.Context(), root, Options{Remote: func(u string) error { return errors.New("refused by policy: " + u) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"guestbook", "nginx"} {
+		if nr := targetByName(res.NotRendered, name); nr == nil || !strings.Contains(nr.Skip, "refused by policy: oci://") {
+			t.Errorf("%s refused: %+v", name, nr)
+		}
+	}
+}

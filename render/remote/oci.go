@@ -285,3 +285,32 @@ func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, opera
 	}
 	return &Artifact{URL: Redact(ref.URL), Requested: requested, Revision: art.Revision(), Dir: ch.Dir, Archive: ch.Archive, MediaType: art.MediaType}, nil
 }
+
+// ArgoOCI fetches an Argo CD OCI source (repoURL oci://…, targetRevision a tag,
+// digest or semver constraint; oci.Client.ArgoSource says how, after Argo CD's
+// repo server) and unpacks its content layer. A Helm chart's directory becomes
+// the root, as the repo server moves the chart's one directory to the root of
+// what it extracts, so `path: .` is the chart.
+func (f *Fetcher) ArgoOCI(ctx context.Context, repoURL, revision string) (*Artifact, error) {
+	c, err := f.ociClient(repoURL, false)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.policy.Timeout)
+	defer cancel()
+	art, err := c.ArgoSource(ctx, repoURL, revision)
+	if err != nil {
+		return nil, ociError(repoURL, err)
+	}
+	ch := &Chart{URL: Redact(repoURL)}
+	if err := f.ociUnpack(ch, art); err != nil {
+		return nil, err
+	}
+	dir := ch.Dir
+	if art.HelmChart {
+		if dir, err = chartRoot(ch.Dir, ""); err != nil {
+			return nil, &Error{Reason: Invalid, URL: Redact(repoURL), Err: err}
+		}
+	}
+	return &Artifact{URL: Redact(repoURL), Requested: revision, Revision: art.Revision(), Dir: dir, Archive: ch.Archive, MediaType: art.MediaType}, nil
+}

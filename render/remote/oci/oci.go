@@ -29,6 +29,10 @@ const (
 	FluxContentMediaType = "application/vnd.cncf.flux.content.v1.tar+gzip"
 	// HelmChartMediaType is the chart archive layer of a Helm OCI chart.
 	HelmChartMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+	// HelmConfigMediaType is the config of a Helm OCI chart's manifest.
+	HelmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
+	// ImageLayerMediaType is the layer `oras push <dir>` writes.
+	ImageLayerMediaType = "application/vnd.oci.image.layer.v1.tar+gzip"
 )
 
 // Client fetches from OCI registries through HTTP. The zero value of each limit
@@ -92,6 +96,8 @@ type Artifact struct {
 	MediaType   string
 	LayerDigest string
 	Data        []byte
+	// HelmChart is true when the manifest's config is a Helm chart's.
+	HelmChart bool
 }
 
 // Kind classifies a failure for the not-rendered reason.
@@ -347,6 +353,21 @@ func (c *Client) Layer(ctx context.Context, ref Ref, mediaType string) (Artifact
 }
 
 func (c *Client) layer(ctx context.Context, repo *remote.Repository, res Resolved, url, mediaType string) (Artifact, error) {
+	return c.layerBy(ctx, repo, res, url, func(m ocispec.Manifest, what string) (ocispec.Descriptor, error) {
+		layer := m.Layers[0]
+		if mediaType != "" {
+			i := slices.IndexFunc(m.Layers, func(l ocispec.Descriptor) bool { return l.MediaType == mediaType })
+			if i < 0 {
+				return layer, errorf(KindNotFound, nil, "%s: no layer with media type %q in the artifact", what, mediaType)
+			}
+			layer = m.Layers[i]
+		}
+		return layer, nil
+	})
+}
+
+// layerBy fetches the layer pick chooses from the manifest res names.
+func (c *Client) layerBy(ctx context.Context, repo *remote.Repository, res Resolved, url string, pick func(m ocispec.Manifest, what string) (ocispec.Descriptor, error)) (Artifact, error) {
 	maxManifest, maxBlob, _ := c.limits()
 	what := url + "@" + res.Digest
 	if res.Tag != "" {
@@ -366,13 +387,9 @@ func (c *Client) layer(ctx context.Context, repo *remote.Repository, res Resolve
 	if len(m.Layers) == 0 {
 		return Artifact{}, errorf(KindNotFound, nil, "%s: no layers found in the artifact", what)
 	}
-	layer := m.Layers[0]
-	if mediaType != "" {
-		i := slices.IndexFunc(m.Layers, func(l ocispec.Descriptor) bool { return l.MediaType == mediaType })
-		if i < 0 {
-			return Artifact{}, errorf(KindNotFound, nil, "%s: no layer with media type %q in the artifact", what, mediaType)
-		}
-		layer = m.Layers[i]
+	layer, err := pick(m, what)
+	if err != nil {
+		return Artifact{}, err
 	}
 	if layer.Size > maxBlob || layer.Size < 0 {
 		return Artifact{}, errorf(KindTooBig, nil, "%s: the layer is %d bytes, over the %d-byte limit", what, layer.Size, maxBlob)
@@ -387,7 +404,7 @@ func (c *Client) layer(ctx context.Context, repo *remote.Repository, res Resolve
 	if err != nil {
 		return Artifact{}, classify(what+": reading the layer", err)
 	}
-	return Artifact{Resolved: res, MediaType: layer.MediaType, LayerDigest: layer.Digest.String(), Data: blob}, nil
+	return Artifact{Resolved: res, MediaType: layer.MediaType, LayerDigest: layer.Digest.String(), Data: blob, HelmChart: m.Config.MediaType == HelmConfigMediaType}, nil
 }
 
 // fetchManifest fetches the manifest with digest d, refusing one over max.
@@ -436,4 +453,87 @@ func (c *Client) Chart(ctx context.Context, repoURL, chart, version string) (Art
 		return Artifact{}, err
 	}
 	return art, nil
+}
+
+// ArgoSource fetches an Argo CD OCI source (repoURL oci://…, Argo CD 3.1+) the
+// way Argo CD's repo server does (util/oci/client.go): targetRevision is first
+// resolved as a tag or digest; if the registry has no such reference and it is
+// a semver constraint (not a plain version), the highest tag satisfying it
+// (tags read with "_" as "+", Masterminds' loose versions; util/versions
+// MaxVersion) is used. The manifest must hold exactly one content layer: for a
+// Helm chart (config media type HelmConfigMediaType) the chart layer, else a
+// compressed tar layer; of the media types Argo CD accepts by default
+// (ImageLayerMediaType, HelmChartMediaType; ARGOCD_REPO_SERVER_OCI_LAYER_MEDIA_TYPES
+// is the repo server's to change) and at most 10 layers.
+func (c *Client) ArgoSource(ctx context.Context, url, revision string) (Artifact, error) {
+	repo, name, err := c.repository(url)
+	if err != nil {
+		return Artifact{}, err
+	}
+	if revision == "" {
+		return Artifact{}, errorf(KindInvalid, nil, "%s: targetRevision is empty; Argo CD needs a tag, digest or semver constraint for an OCI source", url)
+	}
+	res := Resolved{Repository: name}
+	ref := revision
+	if d, err := digest.Parse(revision); err == nil {
+		ref = d.String()
+	} else {
+		res.Tag = revision
+	}
+	desc, err := repo.Resolve(ctx, ref)
+	if err != nil {
+		_, verr := semver.NewVersion(revision)
+		_, cerr := semver.NewConstraint(revision)
+		if verr == nil || cerr != nil { // not a constraint: the lookup's error stands
+			return Artifact{}, classify(fmt.Sprintf("%s:%s", url, revision), err)
+		}
+		constraint, _ := semver.NewConstraint(revision)
+		tags, terr := c.tags(ctx, repo, url)
+		if terr != nil {
+			return Artifact{}, terr
+		}
+		var max *semver.Version
+		var maxTag string
+		for _, t := range tags {
+			v, err := semver.NewVersion(strings.ReplaceAll(t, "_", "+"))
+			if err != nil || !constraint.Check(v) {
+				continue
+			}
+			if max == nil || v.GreaterThan(max) {
+				max, maxTag = v, t
+			}
+		}
+		if max == nil {
+			return Artifact{}, errorf(KindNotFound, nil, "%s: no tag matches the semver constraint %q", url, revision)
+		}
+		res.Tag = maxTag
+		if desc, err = repo.Resolve(ctx, maxTag); err != nil {
+			return Artifact{}, classify(fmt.Sprintf("%s:%s", url, maxTag), err)
+		}
+	}
+	res.Digest = desc.Digest.String()
+	return c.layerBy(ctx, repo, res, url, func(m ocispec.Manifest, what string) (ocispec.Descriptor, error) {
+		if len(m.Layers) > 10 {
+			return ocispec.Descriptor{}, errorf(KindInvalid, nil, "%s: %d layers; Argo CD expects no more than 10", what, len(m.Layers))
+		}
+		helm := m.Config.MediaType == HelmConfigMediaType
+		var content []ocispec.Descriptor
+		for _, l := range m.Layers {
+			mt := l.MediaType
+			if helm && mt != HelmChartMediaType {
+				continue
+			}
+			if !helm && !(strings.HasSuffix(mt, "tar+gzip") || strings.HasSuffix(mt, "tar.gzip") || strings.HasSuffix(mt, "tar")) {
+				continue
+			}
+			if mt != ImageLayerMediaType && mt != HelmChartMediaType {
+				return ocispec.Descriptor{}, errorf(KindInvalid, nil, "%s: layer media type %s is not one Argo CD accepts by default", what, mt)
+			}
+			content = append(content, l)
+		}
+		if len(content) != 1 {
+			return ocispec.Descriptor{}, errorf(KindInvalid, nil, "%s: expected a single content layer, as Argo CD does; got %d", what, len(content))
+		}
+		return content[0], nil
+	})
 }
