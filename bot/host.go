@@ -2,6 +2,7 @@ package bot
 
 import (
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -86,6 +87,26 @@ type FetchSpec struct {
 	// WebURL is the repository's web URL taken from the PR's URL, so controller
 	// objects that name the repository by it are recognised; empty when unknown.
 	WebURL string
+}
+
+// NewFetchSpec is the FetchSpec an adapter returns: git fetches cloneURL sending
+// header; the PR's commits come with headRef (the host's ref of the PR's head) and
+// pr's base branch; webURL names the repository on the web.
+func NewFetchSpec(cloneURL string, header http.Header, headRef string, pr PR, webURL string) FetchSpec {
+	refs := []string{headRef}
+	if r := pr.BaseBranchRef(); r != "" {
+		refs = append(refs, r)
+	}
+	return FetchSpec{URL: cloneURL, Header: header, Refs: refs, WebURL: webURL}
+}
+
+// URLBefore is the part of a PR's web URL before its last sep ("/pull/",
+// "/-/merge_requests/"): the repository's web URL. It is "" without sep.
+func URLBefore(prURL, sep string) string {
+	if i := strings.LastIndex(prURL, sep); i > 0 {
+		return prURL[:i]
+	}
+	return ""
 }
 
 // BaseBranchRef is the ref of pr's base branch, or "" when the host did not say.

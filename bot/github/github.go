@@ -296,21 +296,12 @@ func (c *Client) FetchSpec(ctx context.Context, pr bot.PR) (bot.FetchSpec, error
 	if err != nil {
 		return bot.FetchSpec{}, err
 	}
-	refs := []string{fmt.Sprintf("refs/pull/%d/head", pr.Number)}
-	if r := pr.BaseBranchRef(); r != "" {
-		refs = append(refs, r)
-	}
-	return bot.FetchSpec{URL: u, Header: h, Refs: refs, WebURL: RepoWebURL(pr.URL)}, nil
+	return bot.NewFetchSpec(u, h, fmt.Sprintf("refs/pull/%d/head", pr.Number), pr, RepoWebURL(pr.URL)), nil
 }
 
 // RepoWebURL is the repository part of a pull request's web URL
 // (https://github.com/acme/shop/pull/7 → https://github.com/acme/shop), or "".
-func RepoWebURL(prURL string) string {
-	if i := strings.LastIndex(prURL, "/pull/"); i > 0 {
-		return prURL[:i]
-	}
-	return ""
-}
+func RepoWebURL(prURL string) string { return bot.URLBefore(prURL, "/pull/") }
 
 // MaxCommentChars is the size limit of one comment page (Options.MaxCommentChars).
 func (c *Client) MaxCommentChars() int { return c.opts.MaxCommentChars }

@@ -178,22 +178,13 @@ func (c *Client) FetchSpec(ctx context.Context, pr bot.PR) (bot.FetchSpec, error
 	if err != nil {
 		return bot.FetchSpec{}, err
 	}
-	refs := []string{fmt.Sprintf("refs/merge-requests/%d/head", pr.Number)}
-	if r := pr.BaseBranchRef(); r != "" {
-		refs = append(refs, r)
-	}
-	return bot.FetchSpec{URL: u, Header: h, Refs: refs, WebURL: RepoWebURL(pr.URL)}, nil
+	return bot.NewFetchSpec(u, h, fmt.Sprintf("refs/merge-requests/%d/head", pr.Number), pr, RepoWebURL(pr.URL)), nil
 }
 
 // RepoWebURL is the project part of a merge request's web URL
 // (https://gitlab.example.com/g/sub/shop/-/merge_requests/3 →
 // https://gitlab.example.com/g/sub/shop), or "".
-func RepoWebURL(mrURL string) string {
-	if i := strings.LastIndex(mrURL, "/-/merge_requests/"); i > 0 {
-		return mrURL[:i]
-	}
-	return ""
-}
+func RepoWebURL(mrURL string) string { return bot.URLBefore(mrURL, "/-/merge_requests/") }
 
 // MaxCommentChars is the size limit of one comment page (Options.MaxCommentChars).
 func (c *Client) MaxCommentChars() int { return c.opts.MaxCommentChars }

@@ -94,11 +94,7 @@ func (f *fakeHost) SetStatus(_ context.Context, pr bot.PR, s bot.Status) error {
 }
 
 func (f *fakeHost) FetchSpec(_ context.Context, pr bot.PR) (bot.FetchSpec, error) {
-	refs := []string{fmt.Sprintf("refs/pull/%d/head", pr.Number)}
-	if r := pr.BaseBranchRef(); r != "" {
-		refs = append(refs, r)
-	}
-	return bot.FetchSpec{URL: f.cloneURL, Refs: refs}, nil
+	return bot.NewFetchSpec(f.cloneURL, nil, fmt.Sprintf("refs/pull/%d/head", pr.Number), pr, ""), nil
 }
 
 func (f *fakeHost) MaxCommentChars() int { return 65536 }
