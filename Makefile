@@ -72,6 +72,7 @@ demo: testenv build
 ## results into BENCHMARKS.md. Not part of make test. Quick run: make bench BENCH_SCALES=50 BENCH_COUNT=1
 BENCH_SCALES ?= 50,200
 BENCH_COUNT  ?= 5
+BENCH_KUBECTL_COUNT ?= 1
 BENCH_PRS    ?= small,base,wide
 BENCH_FLUX   ?= 200
 BENCH_ARGS   ?=
@@ -79,7 +80,7 @@ BENCH_ARGS   ?=
 KUBECTL       = $(eval KUBECTL := $$(shell fixtures/cluster/kubectl.sh))$(KUBECTL)
 bench: testenv build
 	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) run ./fixtures/bench/run -bin $(BIN) -kubectl "$(KUBECTL)" \
-	  -scales $(BENCH_SCALES) -count $(BENCH_COUNT) -prs $(BENCH_PRS) -flux-scale $(BENCH_FLUX) $(BENCH_ARGS)
+	  -scales $(BENCH_SCALES) -count $(BENCH_COUNT) -kubectl-count $(BENCH_KUBECTL_COUNT) -prs $(BENCH_PRS) -flux-scale $(BENCH_FLUX) $(BENCH_ARGS)
 
 clean:
 	rm -rf bin

@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,5 +131,31 @@ spec:
 	}
 	if started := render.ProcessesStarted() - before; started != 1 {
 		t.Errorf("3 renders started %d processes, want 1 (the test needs a reused process)", started)
+	}
+}
+
+// TestPoolShutdown: Shutdown ends the idle render processes and reaps them, so
+// their CPU time counts as this process's children's; a render afterwards
+// starts a new process.
+func TestPoolShutdown(t *testing.T) {
+	opts := render.DefaultOptions()
+	opts.Plain.Recurse = true
+	if _, err := render.Render(t.Context(), "testdata/plain", "manifests", opts); err != nil {
+		t.Fatal(err)
+	}
+	var before syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
+	started := render.ProcessesStarted()
+	render.Shutdown()
+	var after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
+	if after.Utime.Nano()+after.Stime.Nano() <= before.Utime.Nano()+before.Stime.Nano() {
+		t.Errorf("no children's CPU time was added: the idle render processes were not reaped")
+	}
+	if _, err := render.Render(t.Context(), "testdata/plain", "manifests", opts); err != nil {
+		t.Fatal(err)
+	}
+	if render.ProcessesStarted() != started+1 {
+		t.Errorf("a render after Shutdown started %d processes, want 1", render.ProcessesStarted()-started)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/driftpreview/driftpreview/render"
 )
 
 // Exit codes of the CLI contract.
@@ -40,6 +42,9 @@ const usage = `usage:
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	// The render processes end with this one, reaped (their CPU time is
+	// this process's children's).
+	render.Shutdown()
 	stop()
 	os.Exit(code)
 }
