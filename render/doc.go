@@ -2,8 +2,9 @@
 // target's directory inside a checkout (plain YAML, a kustomization or a Helm chart)
 // into an ObjectSet, sorted by key, each object carrying the file that produced it.
 //
-// Render is the entry point; Parse and DecodeYAML read manifests and other YAML
-// with the same limits and line-aware errors for the packages that need them;
+// Render is the entry point; Parse, DecodeYAML and UnmarshalYAML read manifests and
+// other YAML with the same limits and line-aware errors for the packages that need
+// them (discovery and the repo config read every YAML of a PR through them);
 // WriteYAML prints objects with Secret values hidden; ClusterScoped tells where a
 // default namespace applies.
 //

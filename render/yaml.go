@@ -40,7 +40,9 @@ var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // values, refusing alias bombs, documents nested deeper than MaxDepth and duplicate
 // mapping keys. Errors are *Error naming file and line, fit for a PR comment.
 // Empty documents are dropped. Render reads manifests, kustomize inputs and Helm
-// values files through it, and `driftpreview render` its input files.
+// values files through it, `driftpreview render` its input files, bot/gitops the
+// files it scans for controller objects and bot/config .driftpreview.yaml;
+// UnmarshalYAML is the same for typed values.
 func DecodeYAML(data []byte, file string) ([]Document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []Document

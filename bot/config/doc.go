@@ -8,7 +8,9 @@
 // severities, an ignore rule without a reason, a bad expiry date, a target path that
 // leaves the repository and duplicate target names are all errors; every problem is
 // returned, each as an *Error naming the file, line and field, which the bot shows as
-// a config-error finding. Schema is the same contract as a JSON Schema for editors.
+// a config-error finding. The file is decoded by render.DecodeYAML first, so what it
+// refuses (a syntax error, a duplicate key, an alias bomb, nesting too deep) is the
+// one error. Schema is the same contract as a JSON Schema for editors.
 //
 // With no config file (or one without targets) the bot discovers targets instead
 // (package bot/discover).

@@ -1,4 +1,6 @@
-// Package live is the only code of driftpreview that talks to the Kubernetes API.
+// Package live reads a target's live state from the Kubernetes API; with
+// diffing/live/controller (the controller objects) and bot/preview's read of Argo
+// CD's cluster Secrets, it is all the code of driftpreview that talks to the API.
 // It sits between rendering and diffing: given the base and head ObjectSets of one
 // target, a Reader reads the live objects that matter (one LIST per type and
 // namespace, never a GET per object), finds what belongs to the target by Argo CD,
