@@ -156,8 +156,29 @@ func TestUnvendoredDependencyFetched(t *testing.T) {
 	}
 	// An @alias repository needs helm repo add: not rendered, with the reason.
 	_, err = render.Render(t.Context(), root, "other", opts)
-	if reason, ok := render.IsUnavailable(err); !ok || !strings.Contains(reason, "other/Chart.yaml") || !strings.Contains(reason, "not supported") {
+	if reason, ok := render.IsUnavailable(err); !ok || !strings.Contains(reason, "other/Chart.yaml") || !strings.Contains(reason, "not supported") ||
+		!strings.Contains(reason, "repositories.yaml") {
 		t.Errorf("@alias dependency: %v", err)
+	}
+	// A file:// dependency not vendored: helm dependency build would package
+	// the directory; not rendered, saying so. Vendored, it renders.
+	root2 := checkout(t, map[string]string{
+		"app/Chart.yaml":                        "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: lib\n  version: 0.1.0\n  repository: file://../lib\n",
+		"app/templates/cm.yaml":                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
+		"lib/Chart.yaml":                        "apiVersion: v2\nname: lib\nversion: 0.1.0\n",
+		"lib/templates/cm.yaml":                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lib\n",
+		"vendored/Chart.yaml":                   "apiVersion: v2\nname: vendored\nversion: 0.1.0\ndependencies:\n- name: lib\n  version: 0.1.0\n  repository: file://../lib\n",
+		"vendored/templates/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: vendored\n",
+		"vendored/charts/lib/Chart.yaml":        "apiVersion: v2\nname: lib\nversion: 0.1.0\n",
+		"vendored/charts/lib/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lib\n",
+	})
+	_, err = render.Render(t.Context(), root2, "app", opts)
+	if reason, ok := render.IsUnavailable(err); !ok || !strings.Contains(reason, "file://../lib") || !strings.Contains(reason, "vendor it in charts/") {
+		t.Errorf("file:// dependency: %v", err)
+	}
+	set, err = render.Render(t.Context(), root2, "vendored", opts)
+	if err != nil || len(set.Objects) != 2 {
+		t.Errorf("vendored file:// dependency: %v %v", err, set.Objects)
 	}
 }
 

@@ -306,8 +306,19 @@ func (f *Fetcher) HelmDependencies(ctx context.Context, chartYAML, chartLock []b
 		case strings.HasPrefix(r, "http://"), strings.HasPrefix(r, "https://"), strings.HasPrefix(r, "oci://"):
 		case r == "":
 			return nil, &Error{Reason: NotFound, Err: fmt.Errorf("dependency %s names no repository and is not vendored in charts/", d.Name)}
+		case strings.HasPrefix(r, "@"), strings.HasPrefix(r, "alias:"):
+			// helm dependency build resolves @name / alias:name through the
+			// user's repositories.yaml (pkg/downloader/manager.go,
+			// resolveRepoNames); a preview has no such file, and the
+			// remote policy names prefixes, not repository names.
+			return nil, &Error{Reason: Unsupported, Err: fmt.Errorf("dependency %s: repository %q is a name Helm looks up in the repositories.yaml of `helm repo add`, which driftpreview does not have; write the repository URL in Chart.yaml (and Chart.lock), or vendor the chart in charts/", d.Name, r)}
+		case strings.HasPrefix(r, "file://"):
+			// helm dependency build packages the chart directory a file://
+			// repository names (manager.go, tarFromLocalDir); driftpreview
+			// renders only vendored copies of it.
+			return nil, &Error{Reason: Unsupported, Err: fmt.Errorf("dependency %s: repository %q is a chart directory that helm dependency build packages into charts/; driftpreview does not package it: vendor it in charts/ (helm dependency build) and commit it", d.Name, r)}
 		default:
-			return nil, &Error{Reason: Unsupported, URL: Redact(r), Err: fmt.Errorf("dependency %s: only http(s) and oci:// chart repositories are fetched (file:// and @repository aliases are not)", d.Name)}
+			return nil, &Error{Reason: Unsupported, URL: Redact(r), Err: fmt.Errorf("dependency %s: only http(s) and oci:// chart repositories are fetched", d.Name)}
 		}
 		ch, err := f.HelmChart(ctx, r, d.Name, d.Version)
 		if err != nil {
