@@ -49,6 +49,9 @@ type servedFixture struct {
 	Git     *gittest.Server
 	// served maps each server's URL (no trailing slash) to its placeholder.
 	served map[string]string
+	// commits maps each commit of the served git repositories to
+	// "<name@tag>": a report names them, and their ids depend on git.
+	commits map[string]string
 }
 
 // hasRemoteFolders says whether a scenario folder has a repo/, oci/ or git/ folder.
@@ -65,7 +68,7 @@ func hasRemoteFolders(dir string) bool {
 // of it naming them, with a fetcher whose policy allows them.
 func remoteFixture(t *testing.T, dir string) *servedFixture {
 	t.Helper()
-	sf := &servedFixture{served: map[string]string{}}
+	sf := &servedFixture{served: map[string]string{}, commits: map[string]string{}}
 	var allow []remote.Prefix
 	if des := versionDirs(t, filepath.Join(dir, "repo")); len(des) > 0 {
 		var specs []remotetest.Chart
@@ -101,7 +104,7 @@ func remoteFixture(t *testing.T, dir string) *servedFixture {
 					commit[p] = "" // the tag's tree is exactly its folder
 				}
 			}
-			r.Commit(commit, d.version)
+			sf.commits[r.Commit(commit, d.version)] = "<" + d.name + "@" + d.version + ">"
 			prev[d.name] = files
 		}
 		sf.served[sf.Git.URL] = strings.TrimSuffix(placeholderGit, "/")
@@ -151,7 +154,8 @@ func (sf *servedFixture) url(placeholder string) string {
 
 // Unplace puts the placeholders back into a text naming the servers (a comment
 // compared with its golden file), and the commit ids of the footer (the commits
-// hold the served URLs, random ports) become <base> and <head>.
+// hold the served URLs, random ports) become <base> and <head>, and the commits
+// of the served git repositories <name@tag>.
 func (sf *servedFixture) Unplace(s string) string {
 	for _, u := range slices.Sorted(maps.Keys(sf.served)) {
 		s = strings.ReplaceAll(s, u, sf.served[u])
@@ -160,6 +164,9 @@ func (sf *servedFixture) Unplace(s string) string {
 			ph, _ := url.Parse(sf.served[u])
 			s = strings.ReplaceAll(s, pu.Host, ph.Host)
 		}
+	}
+	for id, name := range sf.commits {
+		s = strings.ReplaceAll(s, id, name)
 	}
 	return commitIDs.ReplaceAllString(s, "base `<base>` ↔ head `<head>`")
 }
