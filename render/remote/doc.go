@@ -25,8 +25,10 @@
 //     distribution protocol with oras-go): prefixes oci://host[/path] allow a
 //     registry's repositories. HelmChart and HelmDependencies take oci://
 //     repositories too (Helm OCI charts); OCIArtifact fetches a Flux
-//     OCIRepository's layer (digest, semver or tag; layerSelector) and unpacks
-//     it. Requests go to the registry's host only (a token realm or blob
+//     OCIRepository's layer (digest, semver with semverFilter, or tag;
+//     layerSelector, operation extract or copy) and unpacks it; ArgoOCI
+//     fetches an Argo CD OCI source (targetRevision a tag, digest or semver
+//     constraint; one content layer; a chart's directory as root). Requests go to the registry's host only (a token realm or blob
 //     redirect elsewhere needs a prefix of its own), dialled through the same
 //     address checks.
 //   - Fetcher.GitBase(ctx, spec) fetches a remote kustomize base with git
