@@ -1,7 +1,9 @@
 package diffing
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -49,5 +51,21 @@ func TestControllerKinds(t *testing.T) {
 		if got := ControllerNamespace(group); got != want {
 			t.Errorf("ControllerNamespace(%s) = %q, want %q", group, got, want)
 		}
+	}
+}
+
+func TestJudgeIgnores(t *testing.T) {
+	rules := []IgnoreRule{
+		{Kind: "Deployment", Reason: "HPA owns replicas", Expires: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), Origin: ".driftpreview.yaml:3"},
+		{Kind: "Service", Reason: "later", Expires: testNow.Add(24 * time.Hour)},
+		{Kind: "Secret", Reason: "forever"},
+	}
+	active, expired := JudgeIgnores(rules, testNow)
+	if len(active) != 2 || active[0].Kind != "Service" || active[1].Kind != "Secret" {
+		t.Errorf("active = %+v, want the Service and Secret rules", active)
+	}
+	if len(expired) != 1 || expired[0].Rule != RuleIgnoreExpired || expired[0].Key.Kind != "Deployment" ||
+		!strings.Contains(expired[0].Message, ".driftpreview.yaml:3") || !strings.Contains(expired[0].Message, "HPA owns replicas") || !strings.Contains(expired[0].Message, "2026-03-01") {
+		t.Errorf("expired = %+v, want one ignore-expired finding for the Deployment rule", expired)
 	}
 }

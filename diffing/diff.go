@@ -67,9 +67,7 @@ func Diff(in Input, opts Options) TargetReport {
 		Changes:  []Change{},
 		Findings: []Finding{},
 	}
-	var expired []Finding
-	d.ig, expired = splitIgnores(opts)
-	d.found = append(d.found, expired...)
+	d.ig = ignores{active: opts.Ignore}
 
 	if in.Live != nil {
 		d.tr.LiveMode = in.Live.Mode

@@ -124,7 +124,6 @@ func goldenJSON(t *testing.T, name string, got any) {
 func testOptions() Options {
 	o := DefaultOptions()
 	o.Manager = "kustomize-controller"
-	o.Now = testNow
 	return o
 }
 

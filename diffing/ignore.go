@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -58,13 +59,12 @@ type ignores struct {
 	active []IgnoreRule
 }
 
-// splitIgnores separates the rules in force from the expired ones, which become
-// ignore-expired findings.
-func splitIgnores(opts Options) (ignores, []Finding) {
-	var ig ignores
-	var expired []Finding
-	for _, r := range opts.Ignore {
-		if !r.Expires.IsZero() && r.Expires.Before(opts.Now) {
+// JudgeIgnores separates the ignore rules in force at now from the expired ones,
+// which become ignore-expired findings. The pipeline judges every rule of a report
+// once, with one now, and gives Diff only the rules in force (Options.Ignore).
+func JudgeIgnores(rules []IgnoreRule, now time.Time) (active []IgnoreRule, expired []Finding) {
+	for _, r := range rules {
+		if !r.Expires.IsZero() && r.Expires.Before(now) {
 			expired = append(expired, Finding{
 				Rule:     RuleIgnoreExpired,
 				Severity: DefaultSeverity[RuleIgnoreExpired],
@@ -73,9 +73,9 @@ func splitIgnores(opts Options) (ignores, []Finding) {
 			})
 			continue
 		}
-		ig.active = append(ig.active, r)
+		active = append(active, r)
 	}
-	return ig, expired
+	return active, expired
 }
 
 func expiredMessage(r IgnoreRule) string {

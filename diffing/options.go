@@ -28,10 +28,10 @@ type Options struct {
 	StatefulKinds []schema.GroupKind
 	// HumanManagers extends the built-in human field managers (kubectl-edit …).
 	HumanManagers []string
-	Ignore        []IgnoreRule
-	Policy        Policy
-	// Now is the time ignore-rule expiry is judged against.
-	Now time.Time
+	// Ignore are the ignore rules in force; expiry is judged before, once per
+	// report (JudgeIgnores).
+	Ignore []IgnoreRule
+	Policy Policy
 	// Removal, when set, says that this PR deletes the controller object that
 	// deploys the target, and what that does to the objects ("Application
 	// `argocd/shop` is deleted by this PR, and Argo CD's resources finalizer
@@ -42,7 +42,7 @@ type Options struct {
 
 // DefaultOptions is prune on, manager "driftpreview", and the default policy.
 func DefaultOptions() Options {
-	return Options{Prune: true, Manager: "driftpreview", Policy: DefaultPolicy(), Now: time.Now()}
+	return Options{Prune: true, Manager: "driftpreview", Policy: DefaultPolicy()}
 }
 
 // IgnoreRule hides matching findings and diff lines. Empty fields match anything.

@@ -3,19 +3,17 @@ package config
 import (
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/driftpreview/driftpreview/diffing"
 )
 
 // DiffOptions builds the diffing options for one target: the target's sync settings
 // (prune, replace, field manager), the global policy, stateful kinds and human
-// managers, and the global ignore rules followed by the target's own. now is the
-// time ignore-rule expiry is judged against. Slices and maps are copied, so diffing
+// managers, and the global ignore rules followed by the target's own (the
+// pipeline has judged their expiry once for the report). Slices and maps are copied, so diffing
 // may not change the Config through them. A nil Config gives the defaults.
-func (c *Config) DiffOptions(t Target, now time.Time) diffing.Options {
+func (c *Config) DiffOptions(t Target) diffing.Options {
 	o := diffing.DefaultOptions()
-	o.Now = now
 	o.Prune = t.Sync.Prune
 	o.Replace = t.Sync.Replace
 	o.SelfHeal = t.Sync.SelfHeal

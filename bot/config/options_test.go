@@ -2,7 +2,6 @@ package config
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -11,7 +10,6 @@ import (
 )
 
 func TestDiffOptions(t *testing.T) {
-	now := time.Date(2026, 11, 29, 14, 2, 0, 0, time.UTC)
 	global := diffing.IgnoreRule{Kind: "Deployment", Paths: []string{"/spec/replicas"}, Reason: "HPA", Origin: ".driftpreview.yaml:9"}
 	local := diffing.IgnoreRule{Managers: []string{"istio"}, Reason: "mesh", Origin: ".driftpreview.yaml:5"}
 	cfg := &Config{
@@ -39,7 +37,7 @@ func TestDiffOptions(t *testing.T) {
 			want: diffing.Options{
 				Prune: false, Replace: true, Manager: "kustomize-controller",
 				StatefulKinds: cfg.StatefulKinds, HumanManagers: cfg.HumanManagers,
-				Ignore: []diffing.IgnoreRule{global, local}, Policy: cfg.Policy, Now: now,
+				Ignore: []diffing.IgnoreRule{global, local}, Policy: cfg.Policy,
 			},
 		},
 		{
@@ -49,18 +47,18 @@ func TestDiffOptions(t *testing.T) {
 			want: diffing.Options{
 				Prune: true, Manager: DefaultManager,
 				StatefulKinds: cfg.StatefulKinds, HumanManagers: cfg.HumanManagers,
-				Ignore: []diffing.IgnoreRule{global}, Policy: cfg.Policy, Now: now,
+				Ignore: []diffing.IgnoreRule{global}, Policy: cfg.Policy,
 			},
 		},
 		{
 			name:   "nil config and a zero target",
 			target: Target{Name: "x", Path: "x", Ignore: []diffing.IgnoreRule{local}},
-			want:   diffing.Options{Manager: DefaultManager, Ignore: []diffing.IgnoreRule{local}, Now: now},
+			want:   diffing.Options{Manager: DefaultManager, Ignore: []diffing.IgnoreRule{local}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.cfg.DiffOptions(tt.target, now)
+			got := tt.cfg.DiffOptions(tt.target)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("DiffOptions mismatch (-want +got):\n%s", diff)
 			}
@@ -68,7 +66,7 @@ func TestDiffOptions(t *testing.T) {
 	}
 
 	// The options are the caller's to change: the config must not change with them.
-	o := cfg.DiffOptions(NewTarget("a"), now)
+	o := cfg.DiffOptions(NewTarget("a"))
 	o.Ignore[0].Reason = "changed"
 	o.Policy.Severity[diffing.RuleOrphan] = diffing.SeverityError
 	o.HumanManagers[0] = "changed"

@@ -185,6 +185,10 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		skip = notAffectedBy(targets, baseDir, headDir, changed)
 	}
 
+	var expired []diffing.Finding
+	cfg, targets, expired = judgeIgnores(cfg, targets, req.Now)
+	rep.Findings = append(rep.Findings, expired...)
+
 	p := pipeline{req: req, cfg: cfg, base: checkout{"base", baseDir}, head: checkout{"head", headDir}, readers: map[string]*live.Reader{}, renders: cache, atBase: atBase, renamed: renamed}
 	// Targets are independent: render and read them in parallel, one per CPU, and
 	// keep the report in target order.
@@ -211,7 +215,6 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	rep.Notes = append(rep.Notes, notes...)
 	createdByMerge(rep)
 	renamesAdopt(rep, targets)
-	hoistExpiredIgnores(rep)
 	dedupeDeprecations(rep)
 	diffing.Finish(rep, cfg.Policy)
 	return rep, nil
@@ -275,7 +278,7 @@ type pipeline struct {
 // target renders, reads live state for, and diffs one target. It never fails: every
 // problem becomes a finding, so one broken target never hides the others.
 func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetReport {
-	opts := p.cfg.DiffOptions(t, p.req.Now)
+	opts := p.cfg.DiffOptions(t)
 	if t.Skip != "" {
 		findings := slices.Clone(t.Findings)
 		if p.atBase[discover.Key(t)] {
@@ -481,13 +484,7 @@ func (p *pipeline) markPreExisting(ctx context.Context, tr *diffing.TargetReport
 		return
 	}
 	if in.BaseErr != nil || in.HeadErr != nil {
-		// Only render errors (judged by Diff) and the expired ignore rules of the
-		// base's config are left.
-		for i := range tr.Findings {
-			if tr.Findings[i].Rule == diffing.RuleIgnoreExpired {
-				tr.Findings[i].PreExisting = true
-			}
-		}
+		// Only render errors are left, judged by Diff.
 		return
 	}
 	if sameObjects(in.Base, in.Head) {
@@ -753,22 +750,33 @@ func dedupeDeprecations(rep *diffing.Report) {
 	}
 }
 
-// hoistExpiredIgnores moves ignore-expired findings to the report level, once each:
-// the repo's ignore rules apply to every target, so each target reports the same
-// expired rule.
-func hoistExpiredIgnores(rep *diffing.Report) {
+// judgeIgnores judges the expiry of every ignore rule of the report once, with one
+// now: the config's and each target's. The expired ones become report-level
+// ignore-expired findings, once each and pre-existing (the config comes from the
+// base, not from the PR); the config and targets returned keep only the rules in
+// force, which is all Diff sees.
+func judgeIgnores(cfg *config.Config, targets []config.Target, now time.Time) (*config.Config, []config.Target, []diffing.Finding) {
+	var all []diffing.Finding
 	seen := map[string]bool{}
-	for i := range rep.Targets {
-		t := &rep.Targets[i]
-		t.Findings = slices.DeleteFunc(t.Findings, func(f diffing.Finding) bool {
-			if f.Rule != diffing.RuleIgnoreExpired {
-				return false
-			}
+	judge := func(rules []diffing.IgnoreRule) []diffing.IgnoreRule {
+		active, expired := diffing.JudgeIgnores(rules, now)
+		for _, f := range expired {
 			if !seen[f.Message] {
 				seen[f.Message] = true
-				rep.Findings = append(rep.Findings, f)
+				f.PreExisting = true
+				all = append(all, f)
 			}
-			return true
-		})
+		}
+		return active
 	}
+	if cfg != nil {
+		c := *cfg
+		c.Ignore = judge(cfg.Ignore)
+		cfg = &c
+	}
+	out := slices.Clone(targets)
+	for i := range out {
+		out[i].Ignore = judge(out[i].Ignore)
+	}
+	return cfg, out, all
 }
