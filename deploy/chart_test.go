@@ -3,13 +3,14 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"go.yaml.in/yaml/v3"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -185,24 +186,19 @@ func TestChartServerConfig(t *testing.T) {
 		t.Fatalf("got %d ConfigMaps, want 1", len(cms))
 	}
 	text, _, _ := unstructured.NestedString(cms[0].Object, "data", "server.yaml")
-	dec := yaml.NewDecoder(strings.NewReader(text))
-	dec.KnownFields(true)
-	var cfg serverconfig.Config
-	if err := dec.Decode(&cfg); err != nil {
-		t.Fatalf("server.yaml does not match the server config schema: %v\n%s", err, text)
-	}
-	want := serverconfig.Config{
+	cfg := parseServerYAML(t, text)
+	want := serverconfig.Raw{
 		Listen: ":8080", WorkDir: "/var/lib/driftpreview/mirrors", LogLevel: "info", Repos: []string{"acme/gitops"},
-		Metrics: serverconfig.Metrics{Listen: "0.0.0.0:9090"},
-		GitHub: serverconfig.GitHub{AppID: 31337, PrivateKeyFile: "/etc/driftpreview/github/private-key.pem",
+		Metrics: serverconfig.RawMetrics{Listen: "0.0.0.0:9090"},
+		GitHub: serverconfig.RawGitHub{AppID: 31337, PrivateKeyFile: "/etc/driftpreview/github/private-key.pem",
 			WebhookSecretFile: "/etc/driftpreview/github/webhook-secret"},
-		GitLab: serverconfig.GitLab{URL: "https://gitlab.com", TokenFile: "/etc/driftpreview/gitlab/token",
+		GitLab: serverconfig.RawGitLab{URL: "https://gitlab.com", TokenFile: "/etc/driftpreview/gitlab/token",
 			WebhookSecretFile: "/etc/driftpreview/gitlab/webhook-secret"},
 		Clusters:       map[string]serverconfig.Cluster{"in-cluster": {LiveMode: "simulate"}},
 		DefaultCluster: "in-cluster",
-		Queue:          serverconfig.Queue{Driver: "postgres", Workers: 2, JobTimeout: cfg.Queue.JobTimeout, DSNFile: "/etc/driftpreview/queue/dsn"},
+		Queue:          serverconfig.RawQueue{Driver: "postgres", Workers: 2, JobTimeout: cfg.Queue.JobTimeout, DSNFile: "/etc/driftpreview/queue/dsn"},
 	}
-	if diff := cmp.Diff(want, cfg, cmp.Comparer(func(a, b serverconfig.Secret) bool { return true })); diff != "" {
+	if diff := cmp.Diff(want, *cfg, cmp.Comparer(func(a, b serverconfig.Secret) bool { return true }), cmpopts.IgnoreUnexported(serverconfig.Raw{})); diff != "" {
 		t.Errorf("server.yaml (-want +got):\n%s", diff)
 	}
 	if cfg.Queue.JobTimeout.String() != "10m0s" {
@@ -220,11 +216,8 @@ func TestChartMetrics(t *testing.T) {
 		"metrics": map[string]any{"existingSecret": "dp-metrics", "serviceMonitor": map[string]any{"enabled": true}},
 	})
 	text, _, _ := unstructured.NestedString(byKind(set, "ConfigMap")[0].Object, "data", "server.yaml")
-	var cfg serverconfig.Config
-	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if want := (serverconfig.Metrics{Listen: "0.0.0.0:9090", BearerTokenFile: "/etc/driftpreview/metrics/token"}); cfg.Metrics != want {
+	cfg := parseServerYAML(t, text)
+	if want := (serverconfig.RawMetrics{Listen: "0.0.0.0:9090", BearerTokenFile: "/etc/driftpreview/metrics/token"}); cfg.Metrics != want {
 		t.Errorf("server.yaml metrics = %+v, want %+v", cfg.Metrics, want)
 	}
 	services := map[string][]string{}
@@ -318,4 +311,20 @@ func TestChartGolden(t *testing.T) {
 		buf.Write(b)
 	}
 	golden.Check(t, filepath.Join("testdata", "chart.golden.yaml"), buf.Bytes())
+}
+
+// parseServerYAML reads a rendered server.yaml with the server's own strict parser
+// (serverconfig.ParseRaw: unknown keys are errors), so a key the chart writes that
+// the server does not know fails the test.
+func parseServerYAML(t *testing.T, text string) *serverconfig.Raw {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "server.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := serverconfig.ParseRaw(file, nil)
+	if err != nil {
+		t.Fatalf("server.yaml does not match the server config schema: %v\n%s", err, text)
+	}
+	return cfg
 }

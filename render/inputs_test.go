@@ -195,9 +195,11 @@ func TestFindInputsUnknownFallsBack(t *testing.T) {
 // whether it names files (FindInputs must follow them), then list it here.
 func TestFindInputsKnowsEveryOption(t *testing.T) {
 	known := map[string][]string{
-		"Options":          {"Renderer", "Namespace", "Plain", "Helm", "Kustomize", "ArgoCDHooks", "MaxFileBytes", "MaxTotalBytes", "MaxOutputBytes", "Timeout", "MaxMemoryBytes", "MaxCPUTime", "Remote", "OCI"},
-		"PlainOptions":     {"Recurse", "Include", "Exclude", "Jsonnet"},
-		"HelmOptions":      {"ReleaseName", "ValuesFiles", "Values", "SkipCRDs", "KubeVersion", "Chart", "deps", "checkoutValues"},
+		"Options":      {"Renderer", "Namespace", "Plain", "Helm", "Kustomize", "ArgoCDHooks", "MaxFileBytes", "MaxTotalBytes", "MaxOutputBytes", "Timeout", "MaxMemoryBytes", "MaxCPUTime", "Remote", "OCI"},
+		"PlainOptions": {"Recurse", "Include", "Exclude", "Jsonnet"},
+		// FluxValuesFiles and IgnoreMissingValuesFiles change how ValuesFiles merge,
+		// not which files are read: the walker follows ValuesFiles either way.
+		"HelmOptions":      {"ReleaseName", "ValuesFiles", "FluxValuesFiles", "IgnoreMissingValuesFiles", "Values", "SkipCRDs", "KubeVersion", "Chart", "deps", "checkoutValues"},
 		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "Patches", "Components", "RemoteBases"},
 		"JsonnetOptions":   {"ExtVars", "TLAs", "Libs"},
 	}
