@@ -128,3 +128,36 @@ func BenchmarkRenderBenchTarget(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFindInputs finds the inputs of every target of `make bench`'s
+// repository at T=200 (what a preview does at base and at head to tell the
+// targets a PR does not touch): each target on its own (FindInputs), and with
+// one InputFinder for the checkout, as the preview does.
+func BenchmarkFindInputs(b *testing.B) {
+	r, err := bench.Generate(200, bench.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if err := bench.Write(dir, r.Files); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, t := range r.Targets {
+				render.FindInputs(dir, t.Path, t.RenderOptions())
+			}
+		}
+	})
+	b.Run("shared", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f := render.NewInputFinder(dir)
+			for _, t := range r.Targets {
+				f.Find(t.Path, t.RenderOptions())
+			}
+			f.Close()
+		}
+	})
+}

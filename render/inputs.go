@@ -88,42 +88,247 @@ func (in Inputs) Merge(other Inputs) Inputs {
 // dependencies, a plain directory, the jsonnet files it imports. It never
 // fails: what it cannot follow makes Inputs.Unknown. A target directory
 // missing here depends on its whole tree (it is added or removed, so files
-// under it change).
+// under it change). For many targets of one checkout, an InputFinder looks
+// each path up once for all of them.
 func FindInputs(root, target string, opts Options) Inputs {
+	f := NewInputFinder(root)
+	defer f.Close()
+	return f.Find(target, opts)
+}
+
+// InputFinder finds the inputs of the targets of one checkout (what FindInputs
+// finds for each, and ContentKey), looking each path up once for all of them:
+// the kind of every path along the way, the kustomization files read and
+// parsed, the trees walked, and each target's inputs. It keeps what it saw, so
+// it serves one checkout that nothing writes to while it is used (the
+// checkouts of one preview run), never a directory that changes: make one per
+// checkout and run, and Close it. Safe for concurrent use.
+type InputFinder struct {
+	absRoot string
+	root    *os.Root
+	err     error // the checkout could not be opened: every target's inputs are unknown
+
+	// unshared, for tests, makes the finder look every path up again, each
+	// through os.Root as a walk of one target on its own did.
+	unshared bool
+
+	mu    sync.Mutex
+	kinds map[string]pathKind
+	trees map[string]string // a tree dir walked → why its inputs are unknown ("" when known)
+	reads map[readKey]*fileRead
+	stats map[string]statResult
+	found map[string]Inputs // target and options → its inputs
+}
+
+// NewInputFinder opens the checkout root for FindInputs over many targets.
+// An error opening it makes every target's inputs unknown.
+func NewInputFinder(root string) *InputFinder {
+	f := &InputFinder{kinds: map[string]pathKind{}, trees: map[string]string{}, reads: map[readKey]*fileRead{},
+		stats: map[string]statResult{}, found: map[string]Inputs{}}
 	absRoot, err := filepath.Abs(root)
 	if err != nil {
-		return Inputs{Unknown: err.Error()}
+		f.err = err
+		return f
 	}
+	f.absRoot = absRoot
+	r, err := os.OpenRoot(absRoot)
+	if err != nil {
+		f.err = fmt.Errorf("opening checkout %s: %w", absRoot, err)
+		return f
+	}
+	f.root = r
+	return f
+}
+
+// Close releases the checkout.
+func (f *InputFinder) Close() error {
+	if f.root == nil {
+		return nil
+	}
+	return f.root.Close()
+}
+
+// Find is FindInputs(root, target, opts) for the finder's root. The Inputs
+// returned are the caller's to change.
+func (f *InputFinder) Find(target string, opts Options) Inputs {
 	opts = withDefaults(opts)
 	switch {
 	case opts.OCI != nil:
 		return Inputs{Unknown: opts.OCI.String() + " (outside the checkout)"}
 	case opts.Helm.Chart != nil:
-		return Inputs{Unknown: opts.Helm.Chart.String() + " (outside the checkout)"}
-	}
-	// Read limits do not matter here (nothing is rendered), but a kustomization
-	// larger than the render would accept cannot be followed either.
-	sb, err := openSandbox(absRoot, opts)
-	if err != nil {
-		return Inputs{Unknown: err.Error()}
-	}
-	defer sb.Close()
-	if c := opts.Helm.Chart; c != nil {
 		// The repository may publish a release a version range resolves to
 		// without any file of the checkout changing.
-		return Inputs{Unknown: c.String() + ": a version range may resolve to a new release without a change in the checkout"}
+		return Inputs{Unknown: opts.Helm.Chart.String() + " (outside the checkout)"}
+	case f.err != nil:
+		return Inputs{Unknown: f.err.Error()}
 	}
-	w := &inputWalker{sb: sb, seen: map[string]bool{}}
-	t, err := cleanRel(filepath.ToSlash(target))
-	if err != nil {
-		return Inputs{Unknown: err.Error()}
+	key := ""
+	if o, err := json.Marshal(opts); err == nil && !f.unshared {
+		key = target + "\x00" + string(o)
+		f.mu.Lock()
+		in, ok := f.found[key]
+		f.mu.Unlock()
+		if ok {
+			return in.clone()
+		}
 	}
-	w.walkTarget(t, opts)
+	// Read limits do not matter here (nothing is rendered), but a kustomization
+	// larger than the render would accept cannot be followed either: the
+	// target's own sandbox counts what it reads.
+	sb := &sandbox{root: f.root, maxFile: opts.MaxFileBytes, maxTotal: opts.MaxTotalBytes, maxOutput: opts.MaxOutputBytes}
+	w := &inputWalker{f: f, sb: sb, seen: map[string]bool{}}
+	if t, err := cleanRel(filepath.ToSlash(target)); err != nil {
+		w.in = Inputs{Unknown: err.Error()}
+	} else {
+		w.walkTarget(t, opts)
+	}
+	if key != "" {
+		f.mu.Lock()
+		f.found[key] = w.in.clone()
+		f.mu.Unlock()
+	}
 	return w.in
 }
 
+func (in Inputs) clone() Inputs {
+	in.Files, in.Dirs = slices.Clone(in.Files), slices.Clone(in.Dirs)
+	return in
+}
+
+// pathKind is what a path is, seen without following a symlink.
+type pathKind uint8
+
+const (
+	kindMissing pathKind = iota // or unreadable
+	kindFile                    // or anything else that is not a directory or a symlink
+	kindDir
+	kindSymlink
+)
+
+// lstat looks rel up without following it. Only kind calls it, for a path
+// none of whose parents is a symlink (it looks at each parent first): so a
+// plain Lstat stays in the checkout and sees what os.Root would, without
+// opening every parent directory again for every path.
+func (f *InputFinder) lstat(rel string) pathKind {
+	f.mu.Lock()
+	k, ok := f.kinds[rel]
+	f.mu.Unlock()
+	if ok {
+		return k
+	}
+	var fi fs.FileInfo
+	var err error
+	if f.unshared {
+		fi, err = f.root.Lstat(rel)
+	} else {
+		fi, err = os.Lstat(filepath.Join(f.absRoot, filepath.FromSlash(rel)))
+	}
+	switch {
+	case err != nil:
+		k = kindMissing
+	case fi.Mode()&fs.ModeSymlink != 0:
+		k = kindSymlink
+	case fi.IsDir():
+		k = kindDir
+	default:
+		k = kindFile
+	}
+	if !f.unshared {
+		f.mu.Lock()
+		f.kinds[rel] = k
+		f.mu.Unlock()
+	}
+	return k
+}
+
+type statResult struct {
+	fi  fs.FileInfo
+	err error
+}
+
+// stat is the sandbox's stat (following symlinks within the checkout), once
+// per path.
+func (f *InputFinder) stat(rel string) (fs.FileInfo, error) {
+	f.mu.Lock()
+	r, ok := f.stats[rel]
+	f.mu.Unlock()
+	if ok {
+		return r.fi, r.err
+	}
+	fi, err := (&sandbox{root: f.root}).stat(rel)
+	if !f.unshared {
+		f.mu.Lock()
+		f.stats[rel] = statResult{fi, err}
+		f.mu.Unlock()
+	}
+	return fi, err
+}
+
+type readKey struct {
+	rel     string
+	maxFile int64
+}
+
+// fileRead is one file read through the sandbox, and its YAML once parsed.
+type fileRead struct {
+	data   []byte
+	err    error
+	once   sync.Once
+	node   *yaml.Node // the first document's top node, resolved; nil when there is none
+	parsed bool       // the file parses as YAML
+}
+
+// read reads rel through the sandbox with the per-file limit maxFile, once
+// per path and limit; sb (the target's own) counts the bytes against its
+// total, as if it had read them itself.
+func (f *InputFinder) read(sb *sandbox, rel string) (*fileRead, error) {
+	c, err := cleanRel(rel)
+	if err != nil {
+		return nil, &Error{File: rel, Err: err}
+	}
+	k := readKey{c, sb.maxFile}
+	f.mu.Lock()
+	r, ok := f.reads[k]
+	f.mu.Unlock()
+	if !ok {
+		data, err := (&sandbox{root: f.root, maxFile: sb.maxFile}).readFile(c)
+		r = &fileRead{data: data, err: err}
+		f.mu.Lock()
+		if prev, ok := f.reads[k]; ok {
+			r = prev
+		} else if !f.unshared {
+			f.reads[k] = r
+		}
+		f.mu.Unlock()
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if err := sb.charge(c, int64(len(r.data))); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// yaml is the file's first YAML document's top node (nil when there is none),
+// and whether the file parses.
+func (r *fileRead) yaml(file string) (*yaml.Node, bool) {
+	r.once.Do(func() {
+		docs, err := DecodeYAML(r.data, file)
+		if err != nil {
+			return
+		}
+		r.parsed = true
+		if len(docs) > 0 {
+			r.node = resolve(docs[0].Node)
+		}
+	})
+	return r.node, r.parsed
+}
+
 type inputWalker struct {
-	sb   *sandbox
+	f    *InputFinder
+	sb   *sandbox // the target's: the finder's root, the target's read limits
 	in   Inputs
 	seen map[string]bool // kustomization directories and files followed
 }
@@ -147,37 +352,63 @@ func (w *inputWalker) dir(p string) {
 		return
 	}
 	w.in.Dirs = append(w.in.Dirs, p)
-	_ = fs.WalkDir(w.sb.fsys(), p, func(q string, d fs.DirEntry, err error) error {
+	if why := w.f.tree(p); why != "" {
+		w.unknown("%s", why)
+	}
+}
+
+// tree walks the tree under p through the sandbox, once per tree: why its
+// files cannot be told (a symlink, an unreadable directory), or "".
+func (f *InputFinder) tree(p string) string {
+	f.mu.Lock()
+	why, ok := f.trees[p]
+	f.mu.Unlock()
+	if ok {
+		return why
+	}
+	_ = fs.WalkDir(f.root.FS(), p, func(q string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
-				w.unknown("%s: %v", q, unwrapPath(err))
+				why = fmt.Sprintf("%s: %v", q, unwrapPath(err))
 			}
 			return fs.SkipAll
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			w.unknown("%s is a symlink", q)
+			why = fmt.Sprintf("%s is a symlink", q)
 			return fs.SkipAll
 		}
 		return nil
 	})
+	if !f.unshared {
+		f.mu.Lock()
+		f.trees[p] = why
+		f.mu.Unlock()
+	}
+	return why
 }
 
 // kind is what p is: a directory, a file, nothing, or a symlink along the way
 // (which makes the inputs unknown).
 func (w *inputWalker) kind(p string) (isDir, exists bool) {
-	parts := strings.Split(p, "/")
-	for i := range parts {
-		q := strings.Join(parts[:i+1], "/")
-		fi, err := w.sb.root.Lstat(q)
-		if err != nil {
-			return false, false
+	for i := 0; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
+		q := p[:i]
+		switch w.f.lstat(q) {
+		case kindMissing:
+			return false, false
+		case kindSymlink:
 			w.unknown("%s is a symlink", q)
 			return false, false
-		}
-		if i == len(parts)-1 {
-			return fi.IsDir(), true
+		case kindDir:
+			if i == len(p) {
+				return true, true
+			}
+		default:
+			if i == len(p) {
+				return false, true
+			}
 		}
 	}
 	return false, false
@@ -191,7 +422,7 @@ func (w *inputWalker) walkTarget(t string, opts Options) {
 	}
 	renderer := opts.Renderer
 	if renderer == RendererAuto {
-		renderer = detect(w.sb, t)
+		renderer = Detect(w.f.stat, t)
 	}
 	if opts.Helm.Chart != nil {
 		renderer = RendererHelm
@@ -272,16 +503,15 @@ func (w *inputWalker) kustomization(dir string) {
 		w.dir(dir)
 		return
 	}
-	data, err := w.sb.readFile(file)
+	r, err := w.f.read(w.sb, file)
 	if err != nil {
 		w.unknown("%v", err)
 		return
 	}
-	docs, err := DecodeYAML(data, file)
-	if err != nil || len(docs) == 0 {
+	root, ok := r.yaml(file)
+	if !ok || root == nil {
 		return // kustomize fails on it as well; the file itself is an input
 	}
-	root := resolve(docs[0].Node)
 	if root.Kind != yaml.MappingNode {
 		return
 	}
@@ -321,7 +551,10 @@ func (w *inputWalker) paths(file, dir, key string, n *yaml.Node) {
 				v = after
 			}
 		}
-		if strings.Contains(v, "://") || remoteKeys[key] && isRemote(w.sb, dir, v) {
+		if strings.Contains(v, "://") || remoteKeys[key] && IsRemote(v, func(p string) bool {
+			_, err := w.f.stat(path.Join(dir, p))
+			return err == nil
+		}) {
 			w.unknown("%s: remote %s %q", file, key, v)
 			return
 		}
@@ -356,10 +589,11 @@ func (w *inputWalker) chart(dir string) {
 	}
 	w.seen[dir] = true
 	w.dir(dir)
-	data, err := w.sb.readFile(path.Join(dir, "Chart.yaml"))
+	r, err := w.f.read(w.sb, path.Join(dir, "Chart.yaml"))
 	if err != nil {
 		return // helm fails on it; the directory is an input
 	}
+	data := r.data
 	var meta struct {
 		Dependencies []struct {
 			Name       string `yaml:"name"`
@@ -483,19 +717,19 @@ func (w *inputWalker) jsonnet(dir string, j *JsonnetOptions) {
 // give the same objects, whatever checkout they run in. ok is false when the
 // inputs cannot be told (Inputs.Unknown) or read: such a render is not shared.
 func ContentKey(root, target string, opts Options) (key string, ok bool) {
-	in := FindInputs(root, target, opts)
-	if in.Unknown != "" || in.Remote {
+	f := NewInputFinder(root)
+	defer f.Close()
+	return f.ContentKey(target, opts)
+}
+
+// ContentKey is ContentKey(root, target, opts) for the finder's root, with the
+// inputs the finder found (Find).
+func (f *InputFinder) ContentKey(target string, opts Options) (key string, ok bool) {
+	in := f.Find(target, opts)
+	if in.Unknown != "" || in.Remote || f.root == nil {
 		return "", false
 	}
-	absRoot, err := filepath.Abs(root)
-	if err != nil {
-		return "", false
-	}
-	r, err := os.OpenRoot(absRoot)
-	if err != nil {
-		return "", false
-	}
-	defer r.Close()
+	r := f.root
 	o, err := json.Marshal(withDefaults(opts))
 	if err != nil {
 		return "", false

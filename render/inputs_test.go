@@ -6,8 +6,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/driftpreview/driftpreview/fixtures/bench"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -213,4 +215,189 @@ func TestFindInputsKnowsEveryOption(t *testing.T) {
 			t.Errorf("render.%s has fields %s; FindInputs knows %s", typ.Name(), strings.Join(fields, ", "), strings.Join(known[typ.Name()], ", "))
 		}
 	}
+}
+
+// findCase is one FindInputs lookup: a target and its options.
+type findCase struct {
+	target string
+	opts   render.Options
+}
+
+// checkSharedFinder looks every case up in one shared finder (in the given
+// order, then again, and concurrently) and compares each with a finder that
+// shares nothing and looks paths up through os.Root, as the walk of one target
+// on its own does: inputs and content keys must be the same.
+func checkSharedFinder(t *testing.T, root string, cases []findCase) {
+	t.Helper()
+	want := make([]render.Inputs, len(cases))
+	wantKey := make([]string, len(cases))
+	for i, c := range cases {
+		ref := render.NewUnsharedInputFinder(root)
+		want[i] = ref.Find(c.target, c.opts)
+		wantKey[i], _ = ref.ContentKey(c.target, c.opts)
+		ref.Close()
+	}
+	for _, order := range []string{"forward", "backward", "concurrent"} {
+		t.Run(order, func(t *testing.T) {
+			f := render.NewInputFinder(root)
+			defer f.Close()
+			got := make([]render.Inputs, len(cases))
+			gotKey := make([]string, len(cases))
+			switch order {
+			case "forward":
+				for i, c := range cases {
+					got[i] = f.Find(c.target, c.opts)
+					gotKey[i], _ = f.ContentKey(c.target, c.opts)
+				}
+			case "backward":
+				for i := len(cases) - 1; i >= 0; i-- {
+					got[i] = f.Find(cases[i].target, cases[i].opts)
+					gotKey[i], _ = f.ContentKey(cases[i].target, cases[i].opts)
+				}
+			default:
+				var wg sync.WaitGroup
+				for i, c := range cases {
+					wg.Go(func() {
+						got[i] = f.Find(c.target, c.opts)
+						gotKey[i], _ = f.ContentKey(c.target, c.opts)
+					})
+				}
+				wg.Wait()
+			}
+			for i, c := range cases {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Errorf("%s (%s): shared finder found\n%+v\nalone\n%+v", c.target, c.opts.Renderer, got[i], want[i])
+				}
+				if gotKey[i] != wantKey[i] {
+					t.Errorf("%s (%s): content key %q, alone %q", c.target, c.opts.Renderer, gotKey[i], wantKey[i])
+				}
+				// What the caller changes is its own.
+				for range 2 {
+					mine := f.Find(c.target, c.opts)
+					mine.Files = append(mine.Files[:0], "changed")
+					mine.Dirs = append(mine.Dirs[:0], "changed")
+				}
+				if again := f.Find(c.target, c.opts); !reflect.DeepEqual(again, want[i]) {
+					t.Errorf("%s: changing the Inputs returned changed the finder's: %+v", c.target, again)
+				}
+			}
+		})
+	}
+}
+
+// TestInputFinderBenchLayout: on `make bench`'s repository (kustomize overlays
+// sharing bases and components, Helm charts with values per environment, plain
+// directories; both variants), one finder shared by all targets finds what
+// each target's walk on its own finds, with the renderer given and detected.
+func TestInputFinderBenchLayout(t *testing.T) {
+	for _, variant := range []bench.Variant{bench.Config, bench.Flux} {
+		t.Run(string(variant), func(t *testing.T) {
+			r, err := bench.Generate(40, variant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := t.TempDir()
+			if err := bench.Write(root, r.Files); err != nil {
+				t.Fatal(err)
+			}
+			var cases []findCase
+			unknown := 0
+			for _, bt := range r.Targets {
+				opts := bt.RenderOptionsFor(variant)
+				auto := opts
+				auto.Renderer = render.RendererAuto
+				cases = append(cases, findCase{bt.Path, opts}, findCase{bt.Path, auto})
+				if render.FindInputs(root, bt.Path, opts).Unknown != "" {
+					unknown++
+				}
+			}
+			if unknown > 0 {
+				t.Errorf("%d of %d bench targets have unknown inputs; the layout should be followed", unknown, len(r.Targets))
+			}
+			// Paths that are not targets: missing, a file, the root.
+			cases = append(cases, findCase{"nowhere/at/all", render.DefaultOptions()}, findCase{".", render.DefaultOptions()},
+				findCase{r.Targets[0].Path + "/kustomization.yaml", render.DefaultOptions()})
+			checkSharedFinder(t, root, cases)
+		})
+	}
+}
+
+// TestInputFinderSymlinksAndMissing: a finder shared by targets still makes
+// every symlink on the way unknown (a symlinked target, a symlinked parent
+// directory of the target or of a file it names, a symlink inside a tree),
+// whichever target looked the other paths up first, and a file named but
+// missing (or under a file) is a file input, not unknown.
+func TestInputFinderSymlinksAndMissing(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"shared/cm.yaml":               cm,
+		"shared/sub/cm.yaml":           cm,
+		"plain/cm.yaml":                cm,
+		"plain/deep/cm.yaml":           cm,
+		"ok/kustomization.yaml":        kustHeader + "resources: [../shared/cm.yaml, ../shared/sub]\n",
+		"vialink/kustomization.yaml":   kustHeader + "resources: [../link/cm.yaml]\n",
+		"linkeddir/kustomization.yaml": kustHeader + "resources: [../link]\n",
+		"missing/kustomization.yaml":   kustHeader + "resources: [gone.yaml, ../shared/cm.yaml/under, ../nodir/x.yaml]\n",
+		"real/k/kustomization.yaml":    kustHeader + "resources: [cm.yaml]\n",
+		"real/k/cm.yaml":               cm,
+	})
+	for link, to := range map[string]string{
+		"link":               "shared",     // a directory named by a kustomization
+		"linkk":              "ok",         // a target directory
+		"parent":             "real",       // a parent of a target directory
+		"plain/deep/ln.yaml": "../cm.yaml", // inside a plain tree
+	} {
+		if err := os.Symlink(to, filepath.Join(root, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := render.DefaultOptions()
+	k.Renderer = render.RendererKustomize
+	p := render.DefaultOptions()
+	p.Renderer = render.RendererPlain
+	cases := []findCase{{"ok", k}, {"vialink", k}, {"linkeddir", k}, {"linkk", k}, {"parent/k", k}, {"real/k", k}, {"missing", k}, {"plain", p}, {"plain/deep", p}, {"shared", p}}
+	wantUnknown := map[string]bool{"vialink": true, "linkeddir": true, "linkk": true, "parent/k": true, "plain": true, "plain/deep": true}
+	f := render.NewInputFinder(root)
+	defer f.Close()
+	for _, c := range cases {
+		in := f.Find(c.target, c.opts)
+		if (in.Unknown != "") != wantUnknown[c.target] {
+			t.Errorf("%s: unknown %q, want unknown %v", c.target, in.Unknown, wantUnknown[c.target])
+		}
+		if c.target == "missing" {
+			for _, m := range []string{"missing/gone.yaml", "shared/cm.yaml/under", "nodir/x.yaml"} {
+				if _, ok := in.Touched([]string{m}); !ok {
+					t.Errorf("missing %s is not an input: %+v", m, in)
+				}
+			}
+		}
+	}
+	checkSharedFinder(t, root, cases)
+}
+
+// TestInputFinderReadLimitsPerTarget: a target's read limits count what its
+// walk reads even when another target of the shared finder read the same
+// files first: over the limit its inputs are unknown, whatever the order.
+func TestInputFinderReadLimitsPerTarget(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"base/kustomization.yaml": kustHeader + "resources: [cm.yaml]\n# " + strings.Repeat("x", 2000) + "\n",
+		"base/cm.yaml":            cm,
+		"a/kustomization.yaml":    kustHeader + "resources: [../base]\n",
+	})
+	small := render.DefaultOptions()
+	small.Renderer = render.RendererKustomize
+	small.MaxTotalBytes = 1000
+	def := render.DefaultOptions()
+	def.Renderer = render.RendererKustomize
+	for _, order := range [][]render.Options{{def, small}, {small, def}} {
+		f := render.NewInputFinder(root)
+		for _, o := range order {
+			in := f.Find("a", o)
+			if limited := o.MaxTotalBytes == 1000; (in.Unknown != "") != limited {
+				t.Errorf("MaxTotalBytes %d: unknown %q", o.MaxTotalBytes, in.Unknown)
+			}
+		}
+		f.Close()
+	}
+	small.MaxTotalBytes, small.MaxFileBytes = 0, 1000
+	checkSharedFinder(t, root, []findCase{{"a", def}, {"a", small}, {"base", small}, {"base", def}})
 }

@@ -37,6 +37,10 @@ type renderCache struct {
 	disk *DiskCache
 	// inflight marks the content keys being rendered now (flight).
 	inflight map[string]chan struct{}
+	// inputs find the content keys of renders in the run's checkouts, by
+	// checkout root: one finder per checkout serves every target
+	// (render.InputFinder). Other roots use render.ContentKey.
+	inputs map[string]*render.InputFinder
 }
 
 // maxJobOutputBytes caps the rendered manifests of one preview (all targets, base
@@ -68,7 +72,11 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 	}
 	ckey, shareable := "", false
 	if c.content != nil || c.disk != nil {
-		ckey, shareable = render.ContentKey(root, path, opts)
+		if f := c.inputs[root]; f != nil {
+			ckey, shareable = f.ContentKey(path, opts)
+		} else {
+			ckey, shareable = render.ContentKey(root, path, opts)
+		}
 	}
 	var set render.ObjectSet
 	hit := false

@@ -33,8 +33,8 @@ func (p *pipeline) notAffected(t config.Target, reason string) diffing.TargetRep
 // file, nor a file its watch globs match, and nothing that renders its
 // controller object changes. What the walker cannot follow counts as touched:
 // such a target is always rendered. Targets already listed as not rendered
-// keep their reason.
-func notAffectedBy(targets []config.Target, baseDir, headDir string, changed []string) []string {
+// keep their reason. base and head find the inputs in the two checkouts.
+func notAffectedBy(targets []config.Target, base, head *render.InputFinder, changed []string) []string {
 	inputs := make([]render.Inputs, len(targets))
 	touched := make([]bool, len(targets))
 	for i, t := range targets {
@@ -42,13 +42,13 @@ func notAffectedBy(targets []config.Target, baseDir, headDir string, changed []s
 			touched[i] = true // listed as it is
 			continue
 		}
-		in := render.FindInputs(baseDir, t.Path, t.Render)
+		in := base.Find(t.Path, t.Render)
 		if h := t.HeadSide; h != nil {
 			// The head declares it differently (values, path, variables).
 			touched[i] = true
-			in = in.Merge(render.FindInputs(headDir, h.Path, h.Render))
+			in = in.Merge(head.Find(h.Path, h.Render))
 		} else {
-			in = in.Merge(render.FindInputs(headDir, t.Path, t.Render))
+			in = in.Merge(head.Find(t.Path, t.Render))
 		}
 		if c := t.Controller; c != nil {
 			if c.Deleted {

@@ -152,7 +152,13 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		// known, and skip the note that says it is guessed from paths.
 		urls = append(urls, origin)
 	}
+	// One input finder per checkout serves every target (notAffectedBy and the
+	// content keys of renders); closed before the checkouts are removed.
+	baseInputs, headInputs := render.NewInputFinder(baseDir), render.NewInputFinder(headDir)
+	defer baseInputs.Close()
+	defer headInputs.Close()
 	cache := newRenderCache()
+	cache.inputs = map[string]*render.InputFinder{baseDir: baseInputs, headDir: headInputs}
 	if req.RenderCache != nil {
 		cache.disk = req.RenderCache
 		defer req.RenderCache.Trim()
@@ -182,7 +188,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	}
 	var skip []string
 	if len(req.Targets) == 0 && !req.AllTargets {
-		skip = notAffectedBy(targets, baseDir, headDir, changed)
+		skip = notAffectedBy(targets, baseInputs, headInputs, changed)
 	}
 
 	var expired []diffing.Finding
