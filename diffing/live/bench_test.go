@@ -16,7 +16,9 @@ import (
 // 40 Secrets) whose head changes every object, in both modes with warm caches, and
 // in simulate mode with a new Reader each time. ns/object is the cost of one
 // object's server-side-apply simulation (or dry-run), its share of the LISTs
-// included.
+// included. simulate-unchanged reads the same target with head equal to what is
+// live (the common object of a PR), whose applies simulate finds to be no-ops,
+// and simulate-unchanged-full the same without that shortcut.
 //
 //	go test ./diffing/live -run '^$' -bench Read -benchtime 5x
 func BenchmarkRead(b *testing.B) {
@@ -54,6 +56,33 @@ func BenchmarkRead(b *testing.B) {
 			}
 		}
 	})
+	for _, full := range []bool{false, true} {
+		name := "simulate-unchanged"
+		if full {
+			name += "-full"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer live.SetSkipNoops(!full)()
+			r := reader(b, nil)
+			o := opts(ns)
+			mustRead(b, r, baseSet, baseSet, o)
+			_, before := live.Simulations()
+			for b.Loop() {
+				st := r.Read(ctx, baseSet, baseSet, o)
+				if st.Err != nil {
+					b.Fatal(st.Err)
+				}
+				for k, p := range st.Predictions {
+					if p.Err != nil {
+						b.Fatalf("%s: %v", k, p.Err)
+					}
+				}
+			}
+			_, after := live.Simulations()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*200), "ns/object")
+			b.ReportMetric(float64(after-before)/float64(b.N), "noops/op")
+		})
+	}
 	for _, mode := range []diffing.LiveMode{live.ModeSimulate, live.ModeDryRun} {
 		b.Run(string(mode), func(b *testing.B) {
 			r := reader(b, nil)

@@ -16,6 +16,9 @@
 // k8s.io/client-go/applyconfigurations. "dry-run" asks the apiserver for a
 // server-side apply with dryRun=All, which needs patch RBAC but also shows admission
 // webhooks and validation errors. Both report field-manager conflicts the same way.
+// simulate answers an apply that changes nothing (the manager already owns exactly
+// the fields head sets, with the values live has: most objects of most PRs) with
+// live itself, without running the field manager (noop.go).
 //
 // A cluster that cannot be read completely gives LiveState.Err and no objects at
 // all: diffing then reports live-unavailable instead of a partial, misleading diff.

@@ -7,3 +7,15 @@ func SetWideMaxItems(n int) (restore func()) {
 	wideMaxItems = n
 	return func() { wideMaxItems = old }
 }
+
+// SetSkipNoops turns simulate's no-op shortcut on or off for a test, which
+// restores it with the returned func.
+func SetSkipNoops(on bool) (restore func()) {
+	old := skipNoops
+	skipNoops = on
+	return func() { skipNoops = old }
+}
+
+// Simulations returns how many applies simulate was asked for and how many of them
+// it found to be no-ops, since the process started.
+func Simulations() (simulated, noop int64) { return simulations.Load(), noops.Load() }

@@ -182,7 +182,8 @@ func isSecret(k render.ObjectKey) bool { return k.Group == "" && k.Kind == "Secr
 // the server would store: server defaults the local merge dropped put back
 // (withServerDefaults) and typed values in their canonical form (canonical).
 func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
-	fm, err := st.r.getSchemas().fieldManager(ctx, j.head.GroupVersionKind())
+	simulations.Add(1)
+	a, err := st.r.getSchemas().fieldManager(ctx, j.head.GroupVersionKind())
 	if err != nil {
 		return diffing.Prediction{Err: st.applyError("simulating apply of", j.key, err)}
 	}
@@ -190,11 +191,30 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	if err != nil {
 		return diffing.Prediction{Err: st.applyError("simulating apply of", j.key, err)}
 	}
-	live := j.live.DeepCopy()
-	if err := upgradeClientSideApply(live, st.opts.Manager); err != nil {
+	upgrade, err := clientSideManagers(j.live)
+	if err != nil {
 		return diffing.Prediction{Err: st.applyError("upgrading client-side-apply managers of", j.key, err)}
 	}
-	obj, err := fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, false)
+	if skipNoops && !csa && upgrade.Len() == 0 && applyIsNoop(a.tc, j.live, j.head, st.opts.Manager) {
+		// The apiserver stores live as it is (applyIsNoop), and so does the
+		// simulation below: the field manager returns live, which has every
+		// field withServerDefaults could put back, in the form canonical
+		// gives it, since the server wrote it.
+		noops.Add(1)
+		return diffing.Prediction{Object: j.live.DeepCopy()}
+	}
+	live := j.live
+	if upgrade.Len() > 0 {
+		live = j.live.DeepCopy()
+		// The fields of client-side-apply managers become manager's, so the apply
+		// treats them as its own, as csaupgrade does for kubectl apply
+		// --server-side and as Flux and Argo CD do when they move an object to
+		// server-side apply.
+		if err := csaupgrade.UpgradeManagedFields(live, upgrade, st.opts.Manager); err != nil {
+			return diffing.Prediction{Err: st.applyError("upgrading client-side-apply managers of", j.key, err)}
+		}
+	}
+	obj, err := a.fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, false)
 	var p diffing.Prediction
 	if err != nil {
 		conflicts, ok := conflictsFrom(err, j.live, j.head)
@@ -203,7 +223,7 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 		}
 		p.Conflicts = conflicts
 		if !csa {
-			if obj, err = fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, true); err != nil {
+			if obj, err = a.fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, true); err != nil {
 				return diffing.Prediction{Conflicts: conflicts, Err: st.applyError("simulating forced apply of", j.key, err)}
 			}
 		}
@@ -223,23 +243,14 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	return p
 }
 
-// upgradeClientSideApply hands the fields of client-side-apply managers to manager,
-// so the apply treats them as its own, as csaupgrade does for kubectl apply
-// --server-side and as Flux and Argo CD do when they move an object to server-side
-// apply.
-func upgradeClientSideApply(obj *unstructured.Unstructured, manager string) error {
-	csa, err := clientSideManagers(obj)
-	if err != nil || csa.Len() == 0 {
-		return err
-	}
-	return csaupgrade.UpgradeManagedFields(obj, csa, manager)
-}
-
 // clientSideManagers are kubectl's client-side-apply manager and whoever owns the
 // last-applied annotation through an Update (Argo CD's client-side sync).
 func clientSideManagers(obj *unstructured.Unstructured) (sets.Set[string], error) {
 	_, hasLastApplied := obj.GetAnnotations()[lastAppliedAnnotation]
 	csa := sets.New[string]()
+	if !hasLastApplied && !hasUpdateBy(obj, csaManager) {
+		return csa, nil
+	}
 	for _, e := range obj.GetManagedFields() {
 		if e.Operation != metav1.ManagedFieldsOperationUpdate || e.Subresource != "" {
 			continue
@@ -260,6 +271,31 @@ func clientSideManagers(obj *unstructured.Unstructured) (sets.Set[string], error
 		}
 	}
 	return csa, nil
+}
+
+// hasUpdateBy reports whether obj may have an Update entry of manager on its main
+// resource; false only when the managed fields, read as they are in the
+// unstructured object (without converting every entry to its Go type), surely have
+// none.
+func hasUpdateBy(obj *unstructured.Unstructured, manager string) bool {
+	entries, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "managedFields")
+	if !found {
+		return false
+	}
+	list, ok := entries.([]any)
+	if !ok {
+		return true
+	}
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return true
+		}
+		if m["manager"] == manager {
+			return true
+		}
+	}
+	return false
 }
 
 // dryRun asks the apiserver: a server-side apply with dryRun=All without force for

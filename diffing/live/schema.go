@@ -38,7 +38,14 @@ type schemaCache struct {
 	pathsErr   error
 	pathsAt    time.Time
 	converters map[schema.GroupVersion]converterResult
-	managers   map[schema.GroupVersionKind]*managedfields.FieldManager
+	managers   map[schema.GroupVersionKind]*applier
+}
+
+// applier is the field manager of one kind and the type converter it was built
+// from.
+type applier struct {
+	fm *managedfields.FieldManager
+	tc managedfields.TypeConverter
 }
 
 type converterResult struct {
@@ -56,7 +63,7 @@ func newSchemaCache(disc *discovery.DiscoveryClient) *schemaCache {
 		at:         time.Now(),
 		disc:       disc,
 		converters: map[schema.GroupVersion]converterResult{},
-		managers:   map[schema.GroupVersionKind]*managedfields.FieldManager{},
+		managers:   map[schema.GroupVersionKind]*applier{},
 	}
 }
 
@@ -71,11 +78,11 @@ func openAPIPath(gv schema.GroupVersion) string {
 // fieldManager returns the apiserver's server-side-apply field manager for gvk, as
 // the apiserver builds it for a custom resource: the same merge, conflict,
 // last-applied and managed-fields bookkeeping, without defaulting or admission.
-func (s *schemaCache) fieldManager(ctx context.Context, gvk schema.GroupVersionKind) (*managedfields.FieldManager, error) {
+func (s *schemaCache) fieldManager(ctx context.Context, gvk schema.GroupVersionKind) (*applier, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if fm := s.managers[gvk]; fm != nil {
-		return fm, nil
+	if a := s.managers[gvk]; a != nil {
+		return a, nil
 	}
 	tc, err := s.converter(ctx, gvk)
 	if err != nil {
@@ -90,8 +97,9 @@ func (s *schemaCache) fieldManager(ctx context.Context, gvk schema.GroupVersionK
 	if err != nil {
 		return nil, fmt.Errorf("building field manager for %s: %w", gvk, err)
 	}
-	s.managers[gvk] = fm
-	return fm, nil
+	a := &applier{fm: fm, tc: tc}
+	s.managers[gvk] = a
+	return a, nil
 }
 
 // converter returns a type converter that knows gvk: from the cluster's OpenAPI v3
