@@ -3,9 +3,12 @@ package live_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/diffing/live"
@@ -107,4 +110,35 @@ func BenchmarkRead(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*200), "ns/object")
 		})
 	}
+}
+
+// BenchmarkList decodes a LIST of 300 ConfigMaps (with their managed fields) the
+// way Read does (one pass) and the way client-go's dynamic client does.
+//
+//	go test ./diffing/live -run '^$' -bench List -benchtime 20x
+func BenchmarkList(b *testing.B) {
+	ctx := context.Background()
+	ns := cluster.Namespace(b)
+	for i := range 300 {
+		cm := configMap(b, ns, fmt.Sprintf("cm-%03d", i), map[string]any{"k": "v", "n": fmt.Sprint(i), "text": strings.Repeat("x", 200)})
+		cluster.ApplyAs(ctx, b, cm, "kustomize-controller")
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	opts := metav1.ListOptions{Limit: 500}
+	b.Run("one-pass", func(b *testing.B) {
+		r := reader(b, nil)
+		for b.Loop() {
+			if items, _, err := live.ListPage(ctx, r, gvr, ns, opts); err != nil || len(items) != 300 {
+				b.Fatal(len(items), err)
+			}
+		}
+	})
+	b.Run("dynamic", func(b *testing.B) {
+		dyn := cluster.Dynamic()
+		for b.Loop() {
+			if l, err := dyn.Resource(gvr).Namespace(ns).List(ctx, opts); err != nil || len(l.Items) != 300 {
+				b.Fatal(err)
+			}
+		}
+	})
 }

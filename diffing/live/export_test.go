@@ -1,5 +1,13 @@
 package live
 
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
 // SetWideMaxItems sets the cap of a cluster-wide LIST for a test, which restores
 // it with the returned func.
 func SetWideMaxItems(n int) (restore func()) {
@@ -19,3 +27,10 @@ func SetSkipNoops(on bool) (restore func()) {
 // Simulations returns how many applies simulate was asked for and how many of them
 // it found to be no-ops, since the process started.
 func Simulations() (simulated, noop int64) { return simulations.Load(), noops.Load() }
+
+// ListPage sends one page of the LIST of gvr in ns ("" for all namespaces or a
+// cluster-scoped type) as Read does.
+func ListPage(ctx context.Context, r *Reader, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) ([]*unstructured.Unstructured, string, error) {
+	st := &read{r: r}
+	return st.listPage(ctx, listing{res: resource{gvr: gvr}, ns: ns}, opts)
+}
