@@ -257,8 +257,13 @@ func (d *differ) computeChanges() {
 // after normalising, masking and removing ignored paths. It also returns how many
 // changed lines the ignore rules hid and whether anything is left changed.
 func (d *differ) objectDiff(k render.ObjectKey, oldObj, newObj *unstructured.Unstructured, oldVals, newVals map[string]string) (string, int, bool) {
-	on, nn := Normalize(oldObj), Normalize(newObj)
 	paths := d.ig.linePaths(k)
+	if len(paths) == 0 && normalizedEqual(oldObj, newObj) {
+		// Nothing to show and no ignored lines to count, learnt without copying.
+		return "", 0, false
+	}
+	// Views, not copies: strip and maskPair copy before they change anything.
+	on, nn := normalizedView(oldObj), normalizedView(newObj)
 	ma, mb := maskPair(strip(on, paths), strip(nn, paths), oldVals, newVals)
 	if sameContent(ma, mb) {
 		// Equal content marshals to equal text: no diff, and no YAML to write

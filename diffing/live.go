@@ -174,12 +174,12 @@ func (d *differ) scanDrift(k render.ObjectKey, live, head, predicted *unstructur
 		return
 	}
 	var paths []string
-	leafDiffs(Normalize(base.Obj).Object, Normalize(live).Object, nil, &paths)
+	leafDiffs(normalizedView(base.Obj).Object, normalizedView(live).Object, nil, &paths)
 	if len(paths) == 0 {
 		return
 	}
 	owners := fieldOwners(live)
-	headN := Normalize(head)
+	headN := normalizedView(head)
 	for _, p := range paths {
 		if strings.HasPrefix(p, "/metadata/managedFields") {
 			continue

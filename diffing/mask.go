@@ -2,6 +2,7 @@ package diffing
 
 import (
 	"encoding/base64"
+	"maps"
 	"slices"
 	"strings"
 
@@ -76,6 +77,22 @@ func Mask(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	return out
 }
 
+// maskRead is Mask for a reader: obj itself when Mask would change nothing (not
+// a Secret, no last-applied annotation), else Mask's copy.
+func maskRead(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil || isSecret(obj) {
+		return Mask(obj)
+	}
+	if md, ok := obj.Object["metadata"].(map[string]any); ok {
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			if _, ok := ann[lastApplied]; ok {
+				return Mask(obj)
+			}
+		}
+	}
+	return obj
+}
+
 // serverMetadata are the metadata fields the API server sets by itself.
 var serverMetadata = []string{
 	"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp",
@@ -87,33 +104,53 @@ var serverMetadata = []string{
 // revision annotations), so that base, head and live objects compare on what a
 // person or a controller declared.
 func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	return normalize(obj, true)
+}
+
+// normalizedView is Normalize for readers: the same content, but the values it
+// keeps as they are (spec, data, labels…) are obj's own, not copies. Only the
+// maps Normalize changes (the top level, metadata, annotations, a Secret's data)
+// are new. Whoever changes the result must copy it first (Mask, strip do).
+func normalizedView(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	return normalize(obj, false)
+}
+
+func normalize(obj *unstructured.Unstructured, deep bool) *unstructured.Unstructured {
 	if obj == nil {
 		return nil
 	}
 	if obj.Object == nil {
 		return &unstructured.Unstructured{}
 	}
-	// A deep copy without status and the server-set metadata, which are not
-	// copied at all: managedFields are often most of a live object.
+	cp := func(v any) any { return v }
+	if deep {
+		cp = runtime.DeepCopyJSONValue
+	}
+	// A copy without status and the server-set metadata, which are not copied
+	// at all: managedFields are often most of a live object.
 	out := &unstructured.Unstructured{Object: make(map[string]any, len(obj.Object))}
 	for k, v := range obj.Object {
 		switch md, isMap := v.(map[string]any); {
 		case k == "status":
 		case k == "metadata" && isMap:
-			cp := make(map[string]any, len(md))
+			mdc := make(map[string]any, len(md))
 			for f, fv := range md {
 				if !slices.Contains(serverMetadata, f) {
-					cp[f] = runtime.DeepCopyJSONValue(fv)
+					mdc[f] = cp(fv)
 				}
 			}
-			out.Object[k] = cp
+			out.Object[k] = mdc
 		default:
-			out.Object[k] = runtime.DeepCopyJSONValue(v)
+			out.Object[k] = cp(v)
 		}
 	}
 	md, ok := out.Object["metadata"].(map[string]any)
 	if ok {
 		if ann, ok := md["annotations"].(map[string]any); ok {
+			if !deep && ann != nil {
+				ann = maps.Clone(ann)
+				md["annotations"] = ann
+			}
 			for _, a := range noisyAnnotations {
 				delete(ann, a)
 			}
@@ -126,6 +163,11 @@ func Normalize(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		}
 		if f, ok := md["finalizers"].([]any); ok && len(f) == 0 {
 			delete(md, "finalizers")
+		}
+	}
+	if _, folds := out.Object["stringData"].(map[string]any); folds && !deep && isSecret(out) {
+		if data, ok := out.Object["data"].(map[string]any); ok {
+			out.Object["data"] = maps.Clone(data)
 		}
 	}
 	foldStringData(out)
@@ -190,9 +232,10 @@ func secretValues(obj *unstructured.Unstructured) map[string]string {
 
 // maskPair masks two versions of one object for a diff. For Secrets, a key whose
 // value differs between oldVals and newVals gets the changed marker on the new
-// side, so the diff shows that it changed without showing either value.
+// side, so the diff shows that it changed without showing either value. The
+// results are for reading: an object Mask would not change is returned as it is.
 func maskPair(oldObj, newObj *unstructured.Unstructured, oldVals, newVals map[string]string) (*unstructured.Unstructured, *unstructured.Unstructured) {
-	mo, mn := Mask(oldObj), Mask(newObj)
+	mo, mn := maskRead(oldObj), maskRead(newObj)
 	if mn == nil || !isSecret(mn) || oldVals == nil {
 		return mo, mn
 	}

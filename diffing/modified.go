@@ -18,7 +18,7 @@ func (d *differ) checkModified() {
 		b, h := d.base[k].Obj, d.head[k].Obj
 		if Stateful(k.GroupKind(), d.opts.StatefulKinds) {
 			paths := d.ig.linePaths(k)
-			bn, hn := strip(Normalize(b), paths), strip(Normalize(h), paths)
+			bn, hn := strip(normalizedView(b), paths), strip(normalizedView(h), paths) // read only
 			changed := topPaths(bn.Object, hn.Object)
 			f := Finding{Rule: RuleStatefulChange, Key: k}
 			if len(changed) == 1 {
