@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -296,7 +295,7 @@ func sameContent(a, b *unstructured.Unstructured) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	return reflect.DeepEqual(a.Object, b.Object)
+	return jsonEqual(a.Object, b.Object)
 }
 
 // finishTarget applies ignore rules, sorts findings and fills the Summary,

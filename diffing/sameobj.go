@@ -44,7 +44,7 @@ func sameTopLevel(a, b map[string]any) bool {
 			continue
 		}
 		bv, ok := b[k]
-		if !ok || !reflect.DeepEqual(av, bv) {
+		if !ok || !jsonEqual(av, bv) {
 			return false
 		}
 	}
@@ -79,7 +79,7 @@ func sameMetadata(a, b map[string]any) bool {
 				continue
 			}
 		}
-		if !reflect.DeepEqual(av, bv) {
+		if !jsonEqual(av, bv) {
 			return false
 		}
 	}
@@ -128,9 +128,54 @@ func sameAnnotations(a, b map[string]any) bool {
 			continue
 		}
 		bv, ok := b[k]
-		if !ok || !reflect.DeepEqual(av, bv) {
+		if !ok || !jsonEqual(av, bv) {
 			return false
 		}
 	}
 	return true
+}
+
+// jsonEqual is reflect.DeepEqual for unstructured content, without reflection for
+// the types JSON decodes to: a nil and an empty map (or list) differ, as there.
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case float64:
+		y, ok := b.(float64)
+		return ok && x == y
+	case nil:
+		return b == nil
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !jsonEqual(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }
