@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	yamlv2 "go.yaml.in/yaml/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
