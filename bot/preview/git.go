@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/driftpreview/driftpreview/render"
 )
@@ -66,6 +67,38 @@ func (r repo) resolve(ctx context.Context, ref string) (string, error) {
 		return "", fmt.Errorf("resolving %q in %s: not a commit (fetch it first?)", ref, r.dir)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// checkoutBoth checks out base into baseDir and head into headDir (which must
+// not exist; they are made) and lists the files the pull request changes. The
+// three are independent, and a checkout is mostly the kernel creating files
+// and directories, so they run at once: base and head, two checkouts at a
+// time. It returns once all have ended, whether or not one failed; the first
+// error in the order base, head, changed files is returned. What a failed
+// checkout wrote is the caller's to remove, with the dirs.
+func (r repo) checkoutBoth(ctx context.Context, base, head, baseDir, headDir string) ([]string, error) {
+	var (
+		wg      sync.WaitGroup
+		errs    [3]error
+		changed []string
+	)
+	for i, c := range [2][2]string{{base, baseDir}, {head, headDir}} {
+		wg.Go(func() {
+			if err := os.Mkdir(c[1], 0o700); err != nil {
+				errs[i] = fmt.Errorf("creating work dir: %w", err)
+				return
+			}
+			errs[i] = r.checkout(ctx, c[0], c[1])
+		})
+	}
+	wg.Go(func() { changed, errs[2] = r.changed(ctx, base, head) })
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return changed, nil
 }
 
 // Checkout limits. A pull request is untrusted, and git compresses well: a 32 KiB

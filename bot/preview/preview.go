@@ -98,16 +98,29 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	baseSHA, err := r.resolve(ctx, req.Base)
-	if err != nil {
-		return nil, fmt.Errorf("base: %w", err)
+	// The git calls of the start are independent of each other: the two
+	// commits, the base branch and the origin remote are asked at once.
+	var (
+		baseSHA, headSHA string
+		baseErr, headErr error
+		branch, origin   string
+		asks             sync.WaitGroup
+	)
+	asks.Go(func() { baseSHA, baseErr = r.resolve(ctx, req.Base) })
+	asks.Go(func() { headSHA, headErr = r.resolve(ctx, req.Head) })
+	asks.Go(func() { origin = r.originURL(ctx) })
+	if req.BaseBranch == "" {
+		asks.Go(func() { branch = r.branchOf(ctx, req.Base) })
 	}
-	headSHA, err := r.resolve(ctx, req.Head)
-	if err != nil {
-		return nil, fmt.Errorf("head: %w", err)
+	asks.Wait()
+	if baseErr != nil {
+		return nil, fmt.Errorf("base: %w", baseErr)
+	}
+	if headErr != nil {
+		return nil, fmt.Errorf("head: %w", headErr)
 	}
 	if req.BaseBranch == "" {
-		req.BaseBranch = r.branchOf(ctx, req.Base)
+		req.BaseBranch = branch
 	}
 	tmp, err := os.MkdirTemp("", "driftpreview-")
 	if err != nil {
@@ -115,15 +128,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	}
 	defer os.RemoveAll(tmp)
 	baseDir, headDir := filepath.Join(tmp, "base"), filepath.Join(tmp, "head")
-	for dir, sha := range map[string]string{baseDir: baseSHA, headDir: headSHA} {
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("creating work dir: %w", err)
-		}
-		if err := r.checkout(ctx, sha, dir); err != nil {
-			return nil, err
-		}
-	}
-	changed, err := r.changed(ctx, baseSHA, headSHA)
+	changed, err := r.checkoutBoth(ctx, baseSHA, headSHA, baseDir, headDir)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +152,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		return rep, nil
 	}
 	urls := slices.Clone(req.RepoURLs)
-	if origin := r.originURL(ctx); origin != "" {
+	if origin != "" {
 		// An empty URL would make discovery believe this repository's URL is
 		// known, and skip the note that says it is guessed from paths.
 		urls = append(urls, origin)
