@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/api/hasher"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -44,6 +45,34 @@ func resetOpenAPISchema() {
 }
 
 const originAnnotation = "config.kubernetes.io/origin"
+
+// With origin annotations on (the wrapper's buildMetadata), kustomize also keeps a
+// list of every transformer that touched a resource in its
+// alpha.config.kubernetes.io/transformations annotation: after each transformer
+// of every kustomization, for each resource, it reads that annotation (YAML),
+// appends and writes it back (resmap AddTransformerAnnotation, resource
+// AddTransformation). That bookkeeping was about a third of a kustomize build's
+// CPU (BenchmarkRenderBenchTarget), and it is thrown away: krusty's Run removes
+// the annotation from every resource at the end unless the top kustomization's
+// buildMetadata names transformerAnnotations (krusty/kustomizer.go), which the
+// wrapper never does, and it overrides the buildMetadata of every kustomization
+// below it (internal/target accumulateDirectory). So the list is written empty:
+// kyaml.Marshal, kustomize's encoder for it (resource.Transformations.String),
+// returns nothing for a Transformations value. The annotation still exists (with
+// "" as its value) while kustomize runs, and is removed as before; origins,
+// which the report uses, are untouched. The one place its value could matter is
+// the hash kustomize's HashTransformer gives a generated object whose kind a
+// patch changed (allowKindChange) to neither ConfigMap nor Secret: that hashes
+// the whole object, annotations included.
+func init() {
+	marshal := kyaml.Marshal
+	kyaml.Marshal = func(in any) ([]byte, error) {
+		if _, ok := in.(*resource.Transformations); ok {
+			return nil, nil
+		}
+		return marshal(in)
+	}
+}
 
 // renderKustomize builds the kustomization in dir with krusty over the sandboxed
 // filesystem. A directory without a kustomization gets one generated the way
