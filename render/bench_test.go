@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"bytes"
 	"context"
 	"syscall"
 	"testing"
@@ -159,5 +160,60 @@ func BenchmarkFindInputs(b *testing.B) {
 			}
 			f.Close()
 		}
+	})
+}
+
+// BenchmarkSetPipe measures carrying one rendered target of `make bench`'s
+// repository (25 objects) from a render process to the parent: EncodeSet is
+// what the child writes (and the disk cache keeps), DecodeSet what the parent
+// (and a disk cache lookup) pays to read it back.
+//
+//	go test ./render -run '^$' -bench SetPipe -benchmem
+func BenchmarkSetPipe(b *testing.B) {
+	r, err := bench.Generate(10, bench.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if err := bench.Write(dir, r.Files); err != nil {
+		b.Fatal(err)
+	}
+	var set render.ObjectSet
+	for _, t := range r.Targets {
+		if t.Kind == bench.Kustomize {
+			if set, err = render.RenderInProcess(b.Context(), dir, t.Path, t.RenderOptionsFor(r.Variant)); err != nil {
+				b.Fatal(err)
+			}
+			break
+		}
+	}
+	var buf bytes.Buffer
+	if err := render.EncodeSet(&buf, set); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.Run("encode", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		var w bytes.Buffer
+		start := cpuNow()
+		for b.Loop() {
+			w.Reset()
+			if err := render.EncodeSet(&w, set); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64((cpuNow()-start).Microseconds())/float64(b.N), "cpu-µs/op")
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		start := cpuNow()
+		for b.Loop() {
+			if _, err := render.DecodeSet(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64((cpuNow()-start).Microseconds())/float64(b.N), "cpu-µs/op")
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // A render runs untrusted templates and kustomizations, which can allocate without
@@ -219,17 +220,15 @@ func (w *worker) do(ctx context.Context, req []byte, file string, opts Options) 
 	// room for the JSON framing around the manifests). One answer is one line.
 	outLimit := 2*opts.MaxOutputBytes + 1<<20
 	lr := &lineReader{r: w.stdout}
-	cr := &countingReader{r: io.LimitReader(lr, outLimit+1)}
-	dec := json.NewDecoder(cr)
-	dec.UseNumber()
+	line, decErr := io.ReadAll(io.LimitReader(lr, outLimit+1))
+	n := int64(len(line))
+	overOutput := n > outLimit
 	var res childResult
-	decErr := dec.Decode(&res)
-	overOutput := cr.n > outLimit
 	if decErr == nil && !overOutput {
-		// The rest of the line: the newline the encoder ends each answer with.
-		_, decErr = io.Copy(io.Discard, io.LimitReader(lr, 16))
 		if !lr.done {
 			decErr = errors.New("answer not followed by a newline")
+		} else {
+			decErr = decodeResult(line, &res)
 		}
 	}
 	if decErr != nil || overOutput {
@@ -251,7 +250,7 @@ func (w *worker) do(ctx context.Context, req []byte, file string, opts Options) 
 		return ObjectSet{}, false, false, &Error{File: file, Err: fmt.Errorf("the target renders more than %d bytes of manifests (the limit per target) and was stopped; split it into smaller targets", opts.MaxOutputBytes)}
 	case decErr == nil:
 		set, err := res.set()
-		set.OutputBytes = cr.n
+		set.OutputBytes = n
 		return set, !res.Exit && !timedOut.Load(), false, err
 	}
 	// No answer: the process died (or is killed now). Wait for it, to tell why.
@@ -276,10 +275,18 @@ func (res childResult) set() (ObjectSet, error) {
 	}
 	set := ObjectSet{Notes: res.Notes, Objects: make([]Object, len(res.Objects))}
 	for i, o := range res.Objects {
-		obj, _ := numbers(o.Obj).(map[string]any)
-		set.Objects[i] = Object{Key: o.Key, Source: o.Source, HashSuffix: o.HashSuffix, Obj: &unstructured.Unstructured{Object: obj}}
+		set.Objects[i] = Object{Key: o.Key, Source: o.Source, HashSuffix: o.HashSuffix, Obj: &unstructured.Unstructured{Object: o.Obj}}
 	}
 	return set, nil
+}
+
+// decodeResult reads one answer (or disk cache entry), its numbers as int64
+// when they are integers that fit and float64 otherwise: the types the
+// renderers produce, read the way apimachinery reads JSON
+// (sigs.k8s.io/json, which is what numbers does after a UseNumber decode, in
+// one pass). Keys match the struct's tags exactly: they are ours.
+func decodeResult(data []byte, res *childResult) error {
+	return sigsjson.UnmarshalCaseSensitivePreserveInts(data, res)
 }
 
 // EncodeSet writes set as a render process answers with it (one JSON line), so a
@@ -296,10 +303,8 @@ func EncodeSet(w io.Writer, set ObjectSet) error {
 // DecodeSet reads what EncodeSet wrote; OutputBytes is its size, as for a
 // render process's answer.
 func DecodeSet(data []byte) (ObjectSet, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	var res childResult
-	if err := dec.Decode(&res); err != nil {
+	if err := decodeResult(data, &res); err != nil {
 		return ObjectSet{}, err
 	}
 	if res.Error != nil || res.Exit {
