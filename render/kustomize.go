@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/api/hasher"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -123,19 +124,9 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 		}
 		return ObjectSet{}, kustomizeError(sb, fsys, kustFile, err)
 	}
-	yml, err := rm.AsYaml()
+	objs, notes, err := kustomizeOutput(sb, kustFile, rm)
 	if err != nil {
-		return ObjectSet{}, &Error{File: kustFile, Err: fmt.Errorf("kustomize output: %w", err)}
-	}
-	if err := sb.charge(kustFile, int64(len(yml))); err != nil {
 		return ObjectSet{}, err
-	}
-	if err := sb.output(kustFile, int64(len(yml))); err != nil {
-		return ObjectSet{}, err
-	}
-	objs, notes, err := parse(yml, kustFile)
-	if err != nil {
-		return ObjectSet{}, &Error{File: kustFile, Err: fmt.Errorf("reading kustomize output: %w", err)}
 	}
 	set := ObjectSet{Notes: append(slices.Clone(fsys.notes), notes...)}
 	for _, o := range objs {
@@ -145,6 +136,124 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 		set.Objects = append(set.Objects, o.Object)
 	}
 	return set, nil
+}
+
+// kustomizeOutput turns kustomize's resources into objects as reading the
+// YAML that resmap.AsYaml prints would: that YAML is what `kustomize build`
+// prints and what Argo CD and Flux's kustomize-controller apply. AsYaml turns
+// each resource into JSON (Resource.MarshalJSON), then that JSON into YAML
+// (sigs.k8s.io/yaml JSONToYAML), which parse reads back. The objects are read
+// straight from the JSON instead, integers as int64 and other numbers as
+// float64, as parse types them: the JSON-to-YAML-and-back leg was most of the
+// cost of the output (BenchmarkRenderBenchTarget). What parse does beyond
+// typing values cannot happen to such JSON except for what jsonObject checks
+// (depth, size, a document that is not one object); a resource that fails
+// those, or whose JSON cannot be made, takes the YAML way, so its error or
+// note is the one parse gives. The output limits count the JSON here (the
+// YAML when it takes that way), before it is decoded.
+func kustomizeOutput(sb *sandbox, kustFile string, rm resmap.ResMap) ([]parsedObject, []string, error) {
+	viaYAML := func(charged bool) ([]parsedObject, []string, error) {
+		yml, err := rm.AsYaml()
+		if err != nil {
+			return nil, nil, &Error{File: kustFile, Err: fmt.Errorf("kustomize output: %w", err)}
+		}
+		if !charged {
+			if err := sb.charge(kustFile, int64(len(yml))); err != nil {
+				return nil, nil, err
+			}
+			if err := sb.output(kustFile, int64(len(yml))); err != nil {
+				return nil, nil, err
+			}
+		}
+		objs, notes, err := parse(yml, kustFile)
+		if err != nil {
+			return nil, nil, &Error{File: kustFile, Err: fmt.Errorf("reading kustomize output: %w", err)}
+		}
+		return objs, notes, nil
+	}
+	resources := rm.Resources()
+	docs := make([][]byte, len(resources))
+	size := int64(0)
+	for i, r := range resources {
+		j, err := r.MarshalJSON()
+		if err != nil {
+			return viaYAML(false)
+		}
+		docs[i] = j
+		size += int64(len(j))
+	}
+	if err := sb.charge(kustFile, size); err != nil {
+		return nil, nil, err
+	}
+	if err := sb.output(kustFile, size); err != nil {
+		return nil, nil, err
+	}
+	objs := make([]parsedObject, 0, len(docs))
+	for _, j := range docs {
+		m, ok := jsonObject(j)
+		if !ok {
+			return viaYAML(true)
+		}
+		objs = append(objs, newParsed(m, kustFile, 0))
+	}
+	return objs, nil, nil
+}
+
+// jsonObject decodes one resource's JSON into the object parse would read from
+// its YAML, or reports false when parse might not read it as one object
+// without a note: not a mapping, no apiVersion or kind, a List it would
+// flatten, nested deeper than MaxDepth or with more than maxExpandedNodes
+// values.
+func jsonObject(j []byte) (map[string]any, bool) {
+	// Only ASCII text is read this way. Some characters that encoding/json
+	// writes as they are make the YAML printer fail or change them (NEL, a byte
+	// order mark, DEL and other non-printable ones); a resource with any
+	// character past ASCII takes the YAML way, so it fails or changes there as
+	// it does in `kustomize build`.
+	for _, b := range j {
+		if b >= 0x7f {
+			return nil, false
+		}
+	}
+	var m map[string]any
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &m); err != nil || m == nil || !isObject(m) {
+		return nil, false
+	}
+	if kind, _ := m["kind"].(string); strings.HasSuffix(kind, "List") {
+		if _, isList := m["items"].([]any); isList {
+			return nil, false
+		}
+	}
+	nodes := 0
+	if !withinLimits(m, 0, &nodes) {
+		return nil, false
+	}
+	return m, true
+}
+
+// withinLimits walks v as converter.size counts a document's nodes (a mapping
+// counts its keys too) and depth.
+func withinLimits(v any, depth int, nodes *int) bool {
+	if depth > MaxDepth {
+		return false
+	}
+	*nodes++
+	switch v := v.(type) {
+	case map[string]any:
+		*nodes += len(v)
+		for _, x := range v {
+			if !withinLimits(x, depth+1, nodes) {
+				return false
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if !withinLimits(x, depth+1, nodes) {
+				return false
+			}
+		}
+	}
+	return *nodes <= maxExpandedNodes
 }
 
 // generateKustomization writes the kustomization Flux's kustomize-controller
