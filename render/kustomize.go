@@ -65,7 +65,13 @@ const originAnnotation = "config.kubernetes.io/origin"
 // the hash kustomize's HashTransformer gives a generated object whose kind a
 // patch changed (allowKindChange) to neither ConfigMap nor Secret: that hashes
 // the whole object, annotations included.
-func init() {
+//
+// It is set by a variable's initializer, not an init function: those run
+// before every init function of the package, and a render process starts
+// serving from one (child.go).
+var _ = skipTransformations()
+
+func skipTransformations() bool {
 	marshal := kyaml.Marshal
 	kyaml.Marshal = func(in any) ([]byte, error) {
 		if _, ok := in.(*resource.Transformations); ok {
@@ -73,6 +79,7 @@ func init() {
 		}
 		return marshal(in)
 	}
+	return true
 }
 
 // renderKustomize builds the kustomization in dir with krusty over the sandboxed

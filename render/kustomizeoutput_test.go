@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // trickyStrings are values whose YAML form a printer must quote, fold, escape or
@@ -175,4 +177,18 @@ func valueDiff(at string, g, w any) string {
 		return fmt.Sprintf("%s: %T %#v, want %T %#v\n", at, g, g, w, w)
 	}
 	return ""
+}
+
+// TestTransformationsSkipped: kustomize's transformer list is written empty in
+// this process (and, set by a variable's initializer, in a render process before
+// it serves); other values are encoded as kyaml always does.
+func TestTransformationsSkipped(t *testing.T) {
+	b, err := kyaml.Marshal(&resource.Transformations{{Path: "base/deploy.yaml"}})
+	if err != nil || len(b) != 0 {
+		t.Errorf("transformations encoded as %q, %v; want nothing", b, err)
+	}
+	b, err = kyaml.Marshal(&resource.Origin{Path: "base/deploy.yaml"})
+	if err != nil || string(b) != "path: base/deploy.yaml\n" {
+		t.Errorf("origin encoded as %q, %v", b, err)
+	}
 }
