@@ -62,6 +62,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}()
 	req.Base, req.Head = *base, *head
 
+	tuneGC()
 	rep, err := preview.Run(ctx, req)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftpreview preview: %v\n", err)
