@@ -86,7 +86,7 @@ func bigAndSmall(t *testing.T) string {
 	files := func(n int) fstest.MapFS {
 		m := fstest.MapFS{}
 		for i := range n {
-			m[fmt.Sprintf("apps/d%02d/f.yaml", i)] = &fstest.MapFile{Data: fmt.Appendf(nil, "i: %d\n", i), Mode: 0o644}
+			m[fmt.Sprintf("apps/d%02d/f.yaml", i)] = &fstest.MapFile{Data: fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%02d, namespace: default}\n", i), Mode: 0o644}
 		}
 		return m
 	}
@@ -169,10 +169,22 @@ func TestRunLeavesNoCheckout(t *testing.T) {
 		}
 	}
 	t.Run("success", func(t *testing.T) {
+		// The checkouts are removed once every target is rendered, while
+		// the rest of the run goes on: the report is whole all the same.
+		maxCheckoutFiles = 50_000
+		defer func() { maxCheckoutFiles = 10 }()
 		tmp := t.TempDir()
 		t.Setenv("TMPDIR", tmp)
-		if _, err := Run(context.Background(), Request{RepoDir: dir, Base: "small", Head: "small", Now: scenarioNow}); err != nil {
+		rep, err := Run(context.Background(), Request{RepoDir: dir, Base: "small", Head: "big", Now: scenarioNow})
+		if err != nil {
 			t.Fatal(err)
+		}
+		added := 0
+		for _, tr := range rep.Targets {
+			added += tr.Summary.Created
+		}
+		if added != 27 {
+			t.Errorf("report: %d objects created in %d targets; want 27", added, len(rep.Targets))
 		}
 		left(t, tmp)
 	})

@@ -205,6 +205,19 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	// keep the report in target order.
 	rep.Targets = make([]diffing.TargetReport, len(targets))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	// Only renders read the checkouts. Once every target is rendered they are
+	// removed while the live reads and diffs go on (unlinking two trees is
+	// mostly waiting for the file system); Run returns only once they are
+	// gone. The deferred RemoveAll above covers the returns before this.
+	var rendering sync.WaitGroup
+	rendering.Add(len(targets))
+	removed := make(chan struct{})
+	go func() {
+		defer close(removed)
+		rendering.Wait()
+		_ = os.RemoveAll(tmp)
+	}()
+	defer func() { <-removed }()
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Add(1)
@@ -212,11 +225,13 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			rendered := sync.OnceFunc(rendering.Done)
+			defer rendered()
 			if skip != nil && skip[i] != "" {
 				rep.Targets[i] = p.notAffected(t, skip[i])
 				return
 			}
-			rep.Targets[i] = p.target(ctx, t)
+			rep.Targets[i] = p.target(ctx, t, rendered)
 		}()
 	}
 	wg.Wait()
@@ -287,8 +302,9 @@ type pipeline struct {
 }
 
 // target renders, reads live state for, and diffs one target. It never fails: every
-// problem becomes a finding, so one broken target never hides the others.
-func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetReport {
+// problem becomes a finding, so one broken target never hides the others. It calls
+// rendered once it reads the checkouts no more (it may return without calling it).
+func (p *pipeline) target(ctx context.Context, t config.Target, rendered func()) diffing.TargetReport {
 	opts := p.cfg.DiffOptions(t)
 	if t.Skip != "" {
 		findings := slices.Clone(t.Findings)
@@ -363,6 +379,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target) diffing.TargetRe
 				Message: fmt.Sprintf("%s is not rendered: %s", t.Name, reason), PreExisting: atBase})}
 	}
 
+	rendered() // the rest reads the cluster and the renders, not the checkouts
 	cl, liveNote := p.cluster(t)
 	if cl != nil && cl.Name != "" && cl.Name != t.Cluster {
 		// The report names the cluster actually compared; say when that is not the
