@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/bot/discover"
@@ -37,19 +38,38 @@ func (p *pipeline) notAffected(t config.Target, reason string) diffing.TargetRep
 func notAffectedBy(targets []config.Target, base, head *render.InputFinder, changed []string) []string {
 	inputs := make([]render.Inputs, len(targets))
 	touched := make([]bool, len(targets))
+	// The two checkouts are walked at the same time, one goroutine each.
+	atHead := make([]render.Inputs, len(targets))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i, t := range targets {
+			if t.Skip == "" {
+				inputs[i] = base.Find(t.Path, t.Render)
+			}
+		}
+	})
+	wg.Go(func() {
+		for i, t := range targets {
+			switch {
+			case t.Skip != "":
+			case t.HeadSide != nil:
+				atHead[i] = head.Find(t.HeadSide.Path, t.HeadSide.Render)
+			default:
+				atHead[i] = head.Find(t.Path, t.Render)
+			}
+		}
+	})
+	wg.Wait()
 	for i, t := range targets {
 		if t.Skip != "" {
 			touched[i] = true // listed as it is
 			continue
 		}
-		in := base.Find(t.Path, t.Render)
-		if h := t.HeadSide; h != nil {
+		if t.HeadSide != nil {
 			// The head declares it differently (values, path, variables).
 			touched[i] = true
-			in = in.Merge(head.Find(h.Path, h.Render))
-		} else {
-			in = in.Merge(head.Find(t.Path, t.Render))
 		}
+		in := inputs[i].Merge(atHead[i])
 		if c := t.Controller; c != nil {
 			if c.Deleted {
 				touched[i] = true
