@@ -123,8 +123,9 @@ func modifiedConfiguration(head *unstructured.Unstructured) ([]byte, error) {
 	return out, nil
 }
 
-// canonical returns obj with every scalar the apiserver would store in another
-// form replaced by that form: a built-in object is decoded into its Go type and
+// canonical replaces in obj, which no one else may hold (simulate's fresh
+// answer), every scalar the apiserver would store in another form by that form,
+// and returns obj: a built-in object is decoded into its Go type and
 // encoded again, as the server does on every write, and each leaf of obj takes the
 // re-encoded value at the same place (resource.Quantity "2000m" becomes "2",
 // "1024Mi" "1Gi"). Nothing is added or removed, so empty structs of the Go types
@@ -142,9 +143,8 @@ func canonical(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	if err != nil {
 		return obj
 	}
-	out := obj.DeepCopy()
-	canonicalLeaves(out.Object, back)
-	return out
+	canonicalLeaves(obj.Object, back)
+	return obj
 }
 
 // canonicalLeaves overwrites the scalars of cur with those of canon where both

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // SetWideMaxItems sets the cap of a cluster-wide LIST for a test, which restores
@@ -33,4 +34,15 @@ func Simulations() (simulated, noop int64) { return simulations.Load(), noops.Lo
 func ListPage(ctx context.Context, r *Reader, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) ([]*unstructured.Unstructured, string, error) {
 	st := &read{r: r}
 	return st.listPage(ctx, listing{res: resource{gvr: gvr}, ns: ns}, opts)
+}
+
+// FieldSets returns the field set of a FieldsV1 map built straight from the map
+// (ok false if fieldsSet leaves it to the JSON) and the one read from its JSON as
+// the apiserver reads it.
+func FieldSets(fields map[string]any) (direct *fieldpath.Set, ok bool, viaJSON *fieldpath.Set) {
+	direct, _, ok = fieldsSet(fields)
+	if ok && direct == nil {
+		direct = &fieldpath.Set{}
+	}
+	return direct, ok, fieldsFromJSON(fields)
 }

@@ -137,6 +137,18 @@ func appliedFields(live *unstructured.Unstructured, manager, apiVersion string) 
 	if found != 1 || fields == nil {
 		return nil
 	}
+	if set, _, ok := fieldsSet(fields); ok {
+		if set == nil {
+			return &fieldpath.Set{}
+		}
+		return set
+	}
+	return fieldsFromJSON(fields)
+}
+
+// fieldsFromJSON is the field set of a FieldsV1 map by way of its JSON, as the
+// apiserver decodes it (fieldpath.Set.FromJSON); nil if it is not one.
+func fieldsFromJSON(fields map[string]any) *fieldpath.Set {
 	raw, err := json.Marshal(fields)
 	if err != nil {
 		return nil
@@ -146,4 +158,52 @@ func appliedFields(live *unstructured.Unstructured, manager, apiVersion string) 
 		return nil
 	}
 	return set
+}
+
+// fieldsSet builds the field set of a FieldsV1 map straight from the map, as
+// structured-merge-diff's readIterV1 (fieldpath/serialize.go) builds it from the
+// map's JSON: "." marks its map's path as a member, a map with no path element in
+// it is a member (a leaf), and keys of a path element type it does not know are
+// dropped. It returns the children of m and whether m's own path is a member; ok
+// is false for anything else than such a map (a key it cannot parse, a value not
+// a map), which appliedFields then reads through the JSON, so both give the same
+// set (TestFieldsSetMatchesFromJSON).
+func fieldsSet(m map[string]any) (children *fieldpath.Set, isMember, ok bool) {
+	for k, v := range m {
+		if k == "." {
+			isMember = true
+			continue
+		}
+		sub, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, false, false
+		}
+		pe, err := fieldpath.DeserializePathElement(k)
+		if err == fieldpath.ErrUnknownPathElementType {
+			continue
+		}
+		if err != nil {
+			return nil, false, false
+		}
+		grandchildren, childIsMember, ok := fieldsSet(sub)
+		if !ok {
+			return nil, false, false
+		}
+		if childIsMember {
+			if children == nil {
+				children = &fieldpath.Set{}
+			}
+			children.Members.Insert(pe)
+		}
+		if grandchildren != nil {
+			if children == nil {
+				children = &fieldpath.Set{}
+			}
+			*children.Children.Descend(pe) = *grandchildren
+		}
+	}
+	if children == nil {
+		isMember = true
+	}
+	return children, isMember, true
 }

@@ -239,7 +239,12 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	if !ok {
 		return diffing.Prediction{Err: fmt.Errorf("simulating apply of %s: unexpected result type %T", j.key, obj)}
 	}
-	p.Object = canonical(withServerDefaults(u, j.live, j.base, j.head.Object))
+	// u is the field manager's answer on copies of live and head, or the client-side
+	// merge's decoded patch: no one else holds it, so the defaults and canonical
+	// forms go in place (withServerDefaults and canonical without their copies).
+	// TestSimulateLeavesInputs holds live and head unchanged.
+	restoreDefaults(u.Object, j.live.Object, j.base, j.head.Object, false)
+	p.Object = canonical(u)
 	return p
 }
 
