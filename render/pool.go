@@ -76,6 +76,32 @@ func (p *pool) get(key poolKey, fresh bool) (*worker, error) {
 	return p.start(key)
 }
 
+// Prestart starts render processes with opts' limits (the defaults for those
+// unset) until n of that kind are idle in the pool (at most maxIdle), and
+// returns once they are started, before they are ready: a process takes about
+// 70 ms of CPU to start, which a caller overlaps with its own work (the preview
+// starts two while it checks out the PR). They serve the next renders with the
+// same limits like any idle process; unused, they end after idleTTL or at
+// Shutdown, reaped. An error starting one is not reported: the render that
+// would have used it starts its own and reports it.
+func Prestart(opts Options, n int) {
+	opts = withDefaults(opts)
+	renderers.prestart(poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}, n)
+}
+
+func (p *pool) prestart(key poolKey, n int) {
+	p.mu.Lock()
+	want := min(n, maxIdle()) - len(p.idle[key])
+	p.mu.Unlock()
+	for range want {
+		w, err := p.start(key)
+		if err != nil {
+			return
+		}
+		p.put(key, w, true)
+	}
+}
+
 // put returns w to the pool, or ends it when it may not serve again.
 func (p *pool) put(key poolKey, w *worker, reusable bool) {
 	if !reusable || w.served >= maxServed {
