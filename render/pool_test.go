@@ -159,3 +159,51 @@ func TestPoolShutdown(t *testing.T) {
 		t.Errorf("a render after Shutdown started %d processes, want 1", render.ProcessesStarted()-started)
 	}
 }
+
+// TestPrestart starts two render processes ahead of the renders: the renders
+// with the same limits use them (no process is started for them), a render
+// with other limits does not, and Shutdown reaps the ones left idle.
+func TestPrestart(t *testing.T) {
+	root := writeTree(t, map[string]string{"plain/cm.yaml": cm})
+	opts := render.DefaultOptions()
+	opts.MaxCPUTime = 58 * time.Second // a pool of its own, whatever ran before
+	before := render.ProcessesStarted()
+	render.Prestart(opts, 2)
+	if started := render.ProcessesStarted() - before; started != 2 {
+		t.Fatalf("Prestart started %d render processes, want 2", started)
+	}
+	render.Prestart(opts, 2) // two are idle already
+	if started := render.ProcessesStarted() - before; started != 2 {
+		t.Fatalf("a second Prestart started %d more render processes, want none", started-2)
+	}
+	for range 2 {
+		set, err := render.Render(t.Context(), root, "plain", opts)
+		if err != nil || len(set.Objects) != 1 {
+			t.Fatalf("%d objects, %v", len(set.Objects), err)
+		}
+	}
+	if started := render.ProcessesStarted() - before; started != 2 {
+		t.Errorf("renders after Prestart started %d render processes, want 0 (the pre-started ones serve them)", started-2)
+	}
+	other := opts
+	other.MaxCPUTime = 57 * time.Second
+	if _, err := render.Render(t.Context(), root, "plain", other); err != nil {
+		t.Fatal(err)
+	}
+	if started := render.ProcessesStarted() - before; started != 3 {
+		t.Errorf("a render with other limits started %d render processes, want 1 (a pre-started process has the limits it started with)", started-2)
+	}
+
+	// Unused pre-started processes are reaped by Shutdown.
+	render.Shutdown()
+	render.Prestart(opts, 1)
+	var rBefore syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &rBefore)
+	time.Sleep(100 * time.Millisecond) // let it use some CPU starting up
+	render.Shutdown()
+	var rAfter syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &rAfter)
+	if rAfter.Utime.Nano()+rAfter.Stime.Nano() <= rBefore.Utime.Nano()+rBefore.Stime.Nano() {
+		t.Errorf("no children's CPU time was added: the unused pre-started process was not reaped")
+	}
+}
