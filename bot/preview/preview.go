@@ -129,6 +129,10 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	if req.BaseBranch == "" {
 		req.BaseBranch = branch
 	}
+	// The clusters' discovery does not depend on the checkouts: it is read
+	// while they are made (prefetchDiscovery).
+	warm, stopWarm := prefetchDiscovery(ctx, req)
+	defer stopWarm()
 	tmp, err := os.MkdirTemp("", "driftpreview-")
 	if err != nil {
 		return nil, fmt.Errorf("creating work dir: %w", err)
@@ -207,7 +211,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	cfg, targets, expired = judgeIgnores(cfg, targets, req.Now)
 	rep.Findings = append(rep.Findings, expired...)
 
-	p := pipeline{req: req, cfg: cfg, base: checkout{"base", baseDir}, head: checkout{"head", headDir}, readers: map[string]*live.Reader{}, renders: cache, atBase: atBase, renamed: renamed}
+	p := pipeline{req: req, cfg: cfg, base: checkout{"base", baseDir}, head: checkout{"head", headDir}, readers: map[string]*live.Reader{}, warm: warm, renders: cache, atBase: atBase, renamed: renamed}
 	// Targets are independent: render and read them in parallel, one per CPU, and
 	// keep the report in target order.
 	rep.Targets = make([]diffing.TargetReport, len(targets))
@@ -306,6 +310,9 @@ type pipeline struct {
 	renamed map[string]config.Target
 	mu      sync.Mutex // guards readers
 	readers map[string]*live.Reader
+	// warm holds the readers prefetchDiscovery made, by their cluster's
+	// configuration, until reader takes them (guarded by mu).
+	warm map[*rest.Config]*warmReader
 }
 
 // target renders, reads live state for, and diffs one target. It never fails: every
@@ -467,12 +474,12 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 	unavailable := func(err error) liveRead {
 		return liveRead{state: &diffing.LiveState{Mode: cl.LiveMode, Cluster: cl.Name, Err: err}}
 	}
-	reader, err := p.reader(cl)
+	reader, prefetched, err := p.reader(cl)
 	if err != nil {
 		identify(in, t, nil)
 		return unavailable(err)
 	}
-	scope, err := reader.Scope(ctx)
+	scope, err := prefetched.scope(ctx, reader)
 	if err != nil {
 		identify(in, t, nil)
 		return unavailable(fmt.Errorf("reading cluster %s: %w", cl.Name, err))
@@ -617,23 +624,102 @@ func (p *pipeline) cluster(t config.Target) (*Cluster, string) {
 	return &c, ""
 }
 
-func (p *pipeline) reader(cl *Cluster) (*live.Reader, error) {
+// reader returns the cluster's reader, and the prefetch that warmed it when
+// this is the reader's first use (nil else).
+func (p *pipeline) reader(cl *Cluster) (*live.Reader, *warmReader, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	key := cl.Name + "\x00" + cl.Config.Host
 	if r, ok := p.readers[key]; ok {
-		return r, nil
+		return r, nil, nil
 	}
-	r, err := live.NewReader(cl.Config)
+	if w, ok := p.warm[cl.Config]; ok {
+		delete(p.warm, cl.Config)
+		p.readers[key] = w.r
+		return w.r, w, nil
+	}
+	r, err := newReader(cl.Config)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to cluster %s: %w", cl.Name, err)
+		return nil, nil, fmt.Errorf("connecting to cluster %s: %w", cl.Name, err)
+	}
+	p.readers[key] = r
+	return r, nil, nil
+}
+
+// warmReader is a reader whose discovery prefetchDiscovery started reading.
+type warmReader struct {
+	r    *live.Reader
+	done chan struct{}
+	err  error // the prefetch's Scope error, once done is closed
+}
+
+// scope is r.Scope(ctx) for the reader's first use: it waits for the prefetch
+// and returns its error rather than asking again (an unreachable cluster costs
+// one timeout, as without the prefetch); on success r's cached discovery
+// answers. w may be nil (no prefetch).
+func (w *warmReader) scope(ctx context.Context, r *live.Reader) (diffing.ScopeFunc, error) {
+	if w != nil {
+		select {
+		case <-w.done:
+			if w.err != nil && ctx.Err() == nil {
+				return nil, w.err
+			}
+		case <-ctx.Done():
+		}
+	}
+	return r.Scope(ctx)
+}
+
+func newReader(cfg *rest.Config) (*live.Reader, error) {
+	r, err := live.NewReader(cfg)
+	if err != nil {
+		return nil, err
 	}
 	// The targets of one job share their LISTs (one per type and namespace, or
 	// one cluster-wide per type once the job spans many namespaces),
 	// and the second read that judges the base (markPreExisting) sends none.
 	r.ShareLists()
-	p.readers[key] = r
 	return r, nil
+}
+
+// prefetchDiscovery starts reading the discovery of every cluster the run may
+// compare with (live mode on, credentials given), while the checkouts are
+// made, into a reader per cluster configuration that the pipeline's first
+// reader for that configuration takes. A failed read is reported by the first
+// target that uses the reader, where and as its own Scope would have reported
+// it (warmReader.scope); live.Reader keeps only a successful discovery, so
+// later targets ask again, as before. stop cancels what is still running and
+// waits for it.
+func prefetchDiscovery(ctx context.Context, req Request) (warm map[*rest.Config]*warmReader, stop func()) {
+	var cls []Cluster
+	if req.DefaultCluster != nil {
+		cls = append(cls, *req.DefaultCluster)
+	}
+	for _, c := range req.Clusters {
+		cls = append(cls, c)
+	}
+	warm = map[*rest.Config]*warmReader{}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, c := range cls {
+		if c.LiveMode == diffing.LiveOff || c.Config == nil || warm[c.Config] != nil {
+			continue
+		}
+		r, err := newReader(c.Config)
+		if err != nil {
+			continue // the pipeline's reader reports it
+		}
+		w := &warmReader{r: r, done: make(chan struct{})}
+		warm[c.Config] = w
+		wg.Go(func() {
+			defer close(w.done)
+			_, w.err = r.Scope(ctx)
+		})
+	}
+	return warm, func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // renderAt renders the target in the checkout c. A target directory missing at one
