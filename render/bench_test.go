@@ -97,14 +97,7 @@ func cpuNow() time.Duration {
 //
 //	go test ./render -run '^$' -bench RenderBenchTarget -cpuprofile cpu.out
 func BenchmarkRenderBenchTarget(b *testing.B) {
-	r, err := bench.Generate(10, bench.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	if err := bench.Write(dir, r.Files); err != nil {
-		b.Fatal(err)
-	}
+	r, dir := benchRepo(b, 10)
 	seen := map[bench.Kind]bool{}
 	for _, t := range r.Targets {
 		if seen[t.Kind] {
@@ -135,14 +128,7 @@ func BenchmarkRenderBenchTarget(b *testing.B) {
 // targets a PR does not touch): each target on its own (FindInputs), and with
 // one InputFinder for the checkout, as the preview does.
 func BenchmarkFindInputs(b *testing.B) {
-	r, err := bench.Generate(200, bench.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	if err := bench.Write(dir, r.Files); err != nil {
-		b.Fatal(err)
-	}
+	r, dir := benchRepo(b, 200)
 	b.Run("alone", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -170,15 +156,9 @@ func BenchmarkFindInputs(b *testing.B) {
 //
 //	go test ./render -run '^$' -bench SetPipe -benchmem
 func BenchmarkSetPipe(b *testing.B) {
-	r, err := bench.Generate(10, bench.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	if err := bench.Write(dir, r.Files); err != nil {
-		b.Fatal(err)
-	}
+	r, dir := benchRepo(b, 10)
 	var set render.ObjectSet
+	var err error
 	for _, t := range r.Targets {
 		if t.Kind == bench.Kustomize {
 			if set, err = render.RenderInProcess(b.Context(), dir, t.Path, t.RenderOptionsFor(r.Variant)); err != nil {
@@ -216,4 +196,19 @@ func BenchmarkSetPipe(b *testing.B) {
 		}
 		b.ReportMetric(float64((cpuNow()-start).Microseconds())/float64(b.N), "cpu-µs/op")
 	})
+}
+
+// benchRepo writes `make bench`'s repository of t targets (configured variant)
+// into a temporary directory.
+func benchRepo(b *testing.B, t int) (*bench.Repo, string) {
+	b.Helper()
+	r, err := bench.Generate(t, bench.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if err := bench.Write(dir, r.Files); err != nil {
+		b.Fatal(err)
+	}
+	return r, dir
 }
