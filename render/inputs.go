@@ -210,12 +210,10 @@ const (
 // plain Lstat stays in the checkout and sees what os.Root would, without
 // opening every parent directory again for every path.
 func (f *InputFinder) lstat(rel string) pathKind {
-	f.mu.Lock()
-	k, ok := f.kinds[rel]
-	f.mu.Unlock()
-	if ok {
-		return k
-	}
+	return memo(f, f.kinds, rel, func() pathKind { return f.lstatOnce(rel) })
+}
+
+func (f *InputFinder) lstatOnce(rel string) pathKind {
 	var fi fs.FileInfo
 	var err error
 	if f.unshared {
@@ -225,20 +223,35 @@ func (f *InputFinder) lstat(rel string) pathKind {
 	}
 	switch {
 	case err != nil:
-		k = kindMissing
+		return kindMissing
 	case fi.Mode()&fs.ModeSymlink != 0:
-		k = kindSymlink
+		return kindSymlink
 	case fi.IsDir():
-		k = kindDir
-	default:
-		k = kindFile
+		return kindDir
 	}
-	if !f.unshared {
-		f.mu.Lock()
-		f.kinds[rel] = k
-		f.mu.Unlock()
+	return kindFile
+}
+
+// memo is m[key], computed (without holding the lock) and kept on a miss,
+// except in an unshared finder, which keeps nothing.
+func memo[K comparable, V any](f *InputFinder, m map[K]V, key K, compute func() V) V {
+	f.mu.Lock()
+	v, ok := m[key]
+	f.mu.Unlock()
+	if ok {
+		return v
 	}
-	return k
+	v = compute()
+	if f.unshared {
+		return v
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if prev, ok := m[key]; ok {
+		return prev // another goroutine computed it meanwhile: one answer for all
+	}
+	m[key] = v
+	return v
 }
 
 type statResult struct {
@@ -249,19 +262,11 @@ type statResult struct {
 // stat is the sandbox's stat (following symlinks within the checkout), once
 // per path.
 func (f *InputFinder) stat(rel string) (fs.FileInfo, error) {
-	f.mu.Lock()
-	r, ok := f.stats[rel]
-	f.mu.Unlock()
-	if ok {
-		return r.fi, r.err
-	}
-	fi, err := (&sandbox{root: f.root}).stat(rel)
-	if !f.unshared {
-		f.mu.Lock()
-		f.stats[rel] = statResult{fi, err}
-		f.mu.Unlock()
-	}
-	return fi, err
+	r := memo(f, f.stats, rel, func() statResult {
+		fi, err := (&sandbox{root: f.root}).stat(rel)
+		return statResult{fi, err}
+	})
+	return r.fi, r.err
 }
 
 type readKey struct {
@@ -286,21 +291,10 @@ func (f *InputFinder) read(sb *sandbox, rel string) (*fileRead, error) {
 	if err != nil {
 		return nil, &Error{File: rel, Err: err}
 	}
-	k := readKey{c, sb.maxFile}
-	f.mu.Lock()
-	r, ok := f.reads[k]
-	f.mu.Unlock()
-	if !ok {
+	r := memo(f, f.reads, readKey{c, sb.maxFile}, func() *fileRead {
 		data, err := (&sandbox{root: f.root, maxFile: sb.maxFile}).readFile(c)
-		r = &fileRead{data: data, err: err}
-		f.mu.Lock()
-		if prev, ok := f.reads[k]; ok {
-			r = prev
-		} else if !f.unshared {
-			f.reads[k] = r
-		}
-		f.mu.Unlock()
-	}
+		return &fileRead{data: data, err: err}
+	})
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -360,12 +354,10 @@ func (w *inputWalker) dir(p string) {
 // tree walks the tree under p through the sandbox, once per tree: why its
 // files cannot be told (a symlink, an unreadable directory), or "".
 func (f *InputFinder) tree(p string) string {
-	f.mu.Lock()
-	why, ok := f.trees[p]
-	f.mu.Unlock()
-	if ok {
-		return why
-	}
+	return memo(f, f.trees, p, func() string { return f.treeOnce(p) })
+}
+
+func (f *InputFinder) treeOnce(p string) (why string) {
 	_ = fs.WalkDir(f.root.FS(), p, func(q string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
@@ -379,11 +371,6 @@ func (f *InputFinder) tree(p string) string {
 		}
 		return nil
 	})
-	if !f.unshared {
-		f.mu.Lock()
-		f.trees[p] = why
-		f.mu.Unlock()
-	}
 	return why
 }
 
