@@ -324,7 +324,7 @@ func childFailure(file string, ps *os.ProcessState, stderr string, opts Options)
 	}
 	switch {
 	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
-		strings.Contains(stderr, "errno=12"):
+		strings.Contains(stderr, "errno=12") || threadFailed(stderr) && nearMemoryLimit(ps, opts):
 		return &Error{File: file, Err: fmt.Errorf("rendering used more than the %d MiB memory limit and was stopped; look for templates that build huge strings or lists", opts.MaxMemoryBytes>>20)}
 	case cpu >= opts.MaxCPUTime || cpuSignalled(ps):
 		return &Error{File: file, Err: fmt.Errorf("rendering used more than the %s CPU-time limit and was stopped; look for templates or kustomizations that loop or grow without bound", opts.MaxCPUTime)}
@@ -334,6 +334,17 @@ func childFailure(file string, ps *os.ProcessState, stderr string, opts Options)
 		how = "with " + ps.String()
 	}
 	return &Error{File: file, Err: fmt.Errorf("the render process ended %s (a crash in driftpreview or a library it uses, or a limit of the machine)", how)}
+}
+
+// threadFailed reports whether the process died because it could not start an
+// OS thread: with cgo, "runtime/cgo: pthread_create failed" and SIGABRT;
+// without, "failed to create new OS thread". A thread's stack is private
+// writable memory, so under RLIMIT_DATA this is how a render that has used
+// nearly all its memory dies when the runtime wants one more thread (seen under
+// load, when the collector starts its workers), rather than with "out of
+// memory".
+func threadFailed(stderr string) bool {
+	return strings.Contains(stderr, "pthread_create failed") || strings.Contains(stderr, "failed to create new OS thread")
 }
 
 // numbers turns json.Numbers back into int64 (integers) and float64, the types
@@ -360,32 +371,55 @@ func numbers(v any) any {
 	return v
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
+// stderrBuffer keeps the first head and the last tail bytes written to a
+// render process's stderr. Both ends matter: a Go runtime fatal error says what
+// happened on its first line ("fatal error: runtime: out of memory") and then
+// prints every goroutine's stack, easily more than the tail keeps, while a
+// panic's cause can sit at either end.
+type stderrBuffer struct {
+	mu        sync.Mutex
+	head      []byte // the first bytes, up to cap(head)
+	tail      bytes.Buffer
+	max       int  // bytes of tail kept
+	truncated bool // bytes were dropped between head and tail
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func newStderrBuffer(head, tail int) *stderrBuffer {
+	return &stderrBuffer{head: make([]byte, 0, head), max: tail}
+}
+
+func (t *stderrBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.buf.Write(p)
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
+	n := len(p)
+	if room := cap(t.head) - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
 	}
-	return len(p), nil
+	t.tail.Write(p)
+	if over := t.tail.Len() - t.max; over > 0 {
+		t.tail.Next(over)
+		t.truncated = true
+	}
+	return n, nil
 }
 
 // Reset forgets what was written so far.
-func (t *tailBuffer) Reset() {
+func (t *stderrBuffer) Reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.buf.Reset()
+	t.head = t.head[:0]
+	t.tail.Reset()
+	t.truncated = false
 }
 
-func (t *tailBuffer) String() string {
+func (t *stderrBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.buf.String()
+	sep := ""
+	if t.truncated {
+		sep = "\n[…]\n"
+	}
+	return string(t.head) + sep + t.tail.String()
 }

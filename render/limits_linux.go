@@ -61,3 +61,14 @@ func cpuSignalled(ps *os.ProcessState) bool {
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGXCPU
 }
+
+// nearMemoryLimit reports whether the process's peak resident memory reached
+// half its memory limit: enough to tell a render that grew into the limit from
+// a thread limit of the machine hit by a small process.
+func nearMemoryLimit(ps *os.ProcessState, opts Options) bool {
+	if ps == nil {
+		return false
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	return ok && ru.Maxrss*1024 >= opts.MaxMemoryBytes/2 // Linux counts Maxrss in KiB
+}

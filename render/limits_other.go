@@ -21,3 +21,6 @@ func killGroup(pid int) {
 }
 
 func cpuSignalled(*os.ProcessState) bool { return false }
+
+// nearMemoryLimit: without RLIMIT_DATA a failed thread is not the memory limit.
+func nearMemoryLimit(*os.ProcessState, Options) bool { return false }

@@ -165,7 +165,7 @@ type worker struct {
 	stdin   *os.File
 	stdout  *bufio.Reader
 	outFile *os.File
-	stderr  *tailBuffer
+	stderr  *stderrBuffer
 	exited  chan struct{} // closed once the process is reaped
 	served  int           // requests sent to it
 	timer   *time.Timer   // ends it when idle too long
@@ -195,7 +195,7 @@ func (p *pool) start(key poolKey) (*worker, error) {
 	cmd.Env = []string{childEnv + "=1", "GOTRACEBACK=single"}
 	cmd.SysProcAttr = childSysProcAttr()
 	cmd.Stdin, cmd.Stdout = inR, outW
-	stderr := &tailBuffer{max: 16 << 10}
+	stderr := newStderrBuffer(4<<10, 16<<10)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Start()
