@@ -65,7 +65,7 @@ func BenchmarkRead(b *testing.B) {
 			name += "-full"
 		}
 		b.Run(name, func(b *testing.B) {
-			defer live.SetSkipNoops(!full)()
+			defer live.SetShortcuts(!full)()
 			r := reader(b, nil)
 			o := opts(ns)
 			mustRead(b, r, baseSet, baseSet, o)

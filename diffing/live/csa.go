@@ -147,6 +147,75 @@ func canonical(obj *unstructured.Unstructured) *unstructured.Unstructured {
 	return obj
 }
 
+// isCanonical reports whether canonical would leave every scalar of obj as it is;
+// false also when it cannot tell (the Go type does not decode obj). simulate asks
+// it of head, much smaller than the merged object, to skip canonical on the
+// merge: in a server-side apply every scalar of the merged object is live's
+// (written by the server, so canonical already), head's (under the same field
+// names, so of the same Go type) or the field manager's managed fields (which it
+// encodes through the Go type, metav1.ManagedFieldsEntry); restoreDefaults takes
+// live's. A scalar's canonical form depends only on its Go type and value (the
+// converter decodes each field on its own), so canonical changes nothing in the
+// merge when it changes nothing in head. Not for a client-side apply, whose
+// merge also takes values from the last-applied annotation.
+// TestNoopApplySkipped holds the shortcut to the full simulation and to dry-run.
+func isCanonical(obj *unstructured.Unstructured) bool {
+	typed, err := scheme.Scheme.New(obj.GroupVersionKind())
+	if err != nil {
+		return true // no Go type: canonical leaves any object as it is
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, typed); err != nil {
+		return false
+	}
+	back, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return false
+	}
+	return sameLeaves(obj.Object, back)
+}
+
+// sameLeaves reports whether canonicalLeaves(cur, canon) would change nothing.
+func sameLeaves(cur, canon map[string]any) bool {
+	for k, v := range cur {
+		if cv, ok := canon[k]; ok && !sameLeaf(v, cv) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameLeaf reports whether canonicalValue(v, cv) is v, unchanged.
+func sameLeaf(v, cv any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if cm, ok := cv.(map[string]any); ok {
+			return sameLeaves(x, cm)
+		}
+		return true
+	case []any:
+		if cl, ok := cv.([]any); ok && len(cl) == len(x) {
+			for i := range x {
+				if !sameLeaf(x[i], cl[i]) {
+					return false
+				}
+			}
+		}
+		return true
+	case nil:
+		return true
+	}
+	switch cv.(type) {
+	case map[string]any, []any, nil:
+		return true
+	}
+	switch v.(type) {
+	case string, bool, int64, float64:
+		// Comparable: equal only with the same type and value.
+		return v == cv
+	}
+	return false
+}
+
 // canonicalLeaves overwrites the scalars of cur with those of canon where both
 // have a scalar at the same place; maps are matched by key, lists by index.
 func canonicalLeaves(cur map[string]any, canon map[string]any) {

@@ -17,17 +17,24 @@ func SetWideMaxItems(n int) (restore func()) {
 	return func() { wideMaxItems = old }
 }
 
-// SetSkipNoops turns simulate's no-op shortcut on or off for a test, which
-// restores it with the returned func.
-func SetSkipNoops(on bool) (restore func()) {
-	old := skipNoops
-	skipNoops = on
-	return func() { skipNoops = old }
+// SetShortcuts turns simulate's shortcuts (the no-op test, canonical skipped for
+// a canonical head) on or off for a test, which restores them with the returned
+// func.
+func SetShortcuts(on bool) (restore func()) {
+	oldNoops, oldCanonical := skipNoops, skipCanonical
+	skipNoops, skipCanonical = on, on
+	return func() { skipNoops, skipCanonical = oldNoops, oldCanonical }
 }
 
 // Simulations returns how many applies simulate was asked for and how many of them
 // it found to be no-ops, since the process started.
 func Simulations() (simulated, noop int64) { return simulations.Load(), noops.Load() }
+
+// Shortcuts returns how many no-op tests mayContain answered without typing the
+// objects, and how many predictions skipped canonical, since the process started.
+func Shortcuts() (notContainedTests, canonicalSkipped int64) {
+	return notContained.Load(), canonicalSkips.Load()
+}
 
 // ListPage sends one page of the LIST of gvr in ns ("" for all namespaces or a
 // cluster-scoped type) as Read does.

@@ -21,7 +21,7 @@ import (
 // client-side-applied ConfigMap and an unchanged one, each live object is the one
 // the apiserver returns and each head object is as it was.
 func TestSimulateLeavesInputs(t *testing.T) {
-	defer live.SetSkipNoops(false)()
+	defer live.SetShortcuts(false)()
 	ctx := t.Context()
 	ns := cluster.Namespace(t)
 	const manager = "kustomize-controller"

@@ -13,7 +13,9 @@ import (
 )
 
 // TestNoopApplySkipped: simulate answers an apply that changes nothing without
-// running the field manager, and only such applies. For each case the prediction
+// running the field manager, and only such applies; an apply that surely changes
+// a value is told apart before the objects are typed (mayContain), and canonical
+// runs only where head is not canonical or the apply is client-side. For each case the prediction
 // (object and conflicts) with the shortcut is the one of the full simulation
 // without it, and the object is what the apiserver's dry-run stores (the oracle):
 // defaulted fields, list items with merge keys, fields owned by others with the
@@ -61,6 +63,10 @@ spec:
 		// seed makes live and returns base and head.
 		seed func(ns string) (base, head *unstructured.Unstructured)
 		skip bool
+		// differs: the untyped test (mayContain) finds a value of head that
+		// live lacks; canonical: the prediction needs canonical, for head is
+		// not canonical or the apply is client-side (else it is skipped).
+		differs, canonical bool
 	}{
 		{name: "unchanged configmap", skip: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			b := cm(ns, map[string]any{"a": "1"})
@@ -104,7 +110,7 @@ spec:
 			cluster.ApplyAs(ctx, t, cm(ns, map[string]any{"a": "1"}), "other-applier")
 			return b, cm(ns, map[string]any{"a": "1", "b": "2"})
 		}},
-		{name: "kubectl edit that head reverts", seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		{name: "kubectl edit that head reverts", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			b := cm(ns, map[string]any{"a": "1"})
 			cluster.ApplyAs(ctx, t, b, manager)
 			cluster.EditAs(ctx, t, b, "kubectl-edit", func(u *unstructured.Unstructured) {
@@ -112,7 +118,7 @@ spec:
 			})
 			return b, cm(ns, map[string]any{"a": "1"})
 		}},
-		{name: "hpa owns replicas head sets to another value", seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		{name: "hpa owns replicas head sets to another value", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			cluster.ScaleAs(ctx, t, web(ns, ""), 7, "kube-controller-manager")
 			return web(ns, ""), web(ns, "")
@@ -140,7 +146,7 @@ spec:
 			_ = unstructured.SetNestedSlice(h.Object, []any{map[string]any{"name": "http", "port": int64(80)}}, "spec", "ports")
 			return svc(ns), h
 		}},
-		{name: "head changes an image", seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		{name: "head changes an image", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
 			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
@@ -148,7 +154,7 @@ spec:
 			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
 			return web(ns, ""), h
 		}},
-		{name: "head writes a quantity in another form", seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		{name: "head writes a quantity in another form", differs: true, canonical: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
 			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
@@ -170,7 +176,7 @@ spec:
 			h.Object["status"] = map[string]any{}
 			return svc(ns), h
 		}},
-		{name: "client-side-applied object", seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		{name: "client-side-applied object", canonical: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ClientSideApplyAs(ctx, t, cm(ns, map[string]any{"a": "1"}), manager)
 			return cm(ns, map[string]any{"a": "1"}), cm(ns, map[string]any{"a": "1"})
 		}},
@@ -185,23 +191,33 @@ spec:
 			k := render.KeyOf(head)
 			o := opts(ns)
 			o.Manager = manager
+			var differs, canonicalSkipped int64
 			read := func(mode diffing.LiveMode, skip bool) (*diffing.LiveState, int64) {
-				defer live.SetSkipNoops(skip)()
+				defer live.SetShortcuts(skip)()
 				o.Mode = mode
 				_, before := live.Simulations()
+				d0, c0 := live.Shortcuts()
 				st := mustRead(t, reader(t, nil), set(base), set(head), o)
 				_, after := live.Simulations()
+				d1, c1 := live.Shortcuts()
+				differs, canonicalSkipped = d1-d0, c1-c0
 				if p := st.Predictions[k]; p.Err != nil || p.Object == nil {
 					t.Fatalf("%s prediction: %+v", mode, p)
 				}
 				return st, after - before
 			}
 			fast, skipped := read(live.ModeSimulate, true)
-			full, _ := read(live.ModeSimulate, false)
-			server, _ := read(live.ModeDryRun, false)
 			if got := skipped == 1; got != tc.skip {
 				t.Errorf("apply skipped as a no-op: %v, want %v", got, tc.skip)
 			}
+			if got := differs == 1; got != tc.differs {
+				t.Errorf("no-op test answered untyped (a value of head not live): %v, want %v", got, tc.differs)
+			}
+			if got := canonicalSkipped == 0 && !tc.skip; got != tc.canonical {
+				t.Errorf("prediction made canonical: %v, want %v", got, tc.canonical)
+			}
+			full, _ := read(live.ModeSimulate, false)
+			server, _ := read(live.ModeDryRun, false)
 			applyTimes(fast)
 			applyTimes(full)
 			if diff := cmp.Diff(full, fast); diff != "" {

@@ -244,6 +244,12 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	// forms go in place (withServerDefaults and canonical without their copies).
 	// TestSimulateLeavesInputs holds live and head unchanged.
 	restoreDefaults(u.Object, j.live.Object, j.base, j.head.Object, false)
+	if skipCanonical && !csa && isCanonical(j.head) {
+		// canonical would change nothing (isCanonical).
+		canonicalSkips.Add(1)
+		p.Object = u
+		return p
+	}
 	p.Object = canonical(u)
 	return p
 }
