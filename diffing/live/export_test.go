@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -53,3 +54,7 @@ func FieldSets(fields map[string]any) (direct *fieldpath.Set, ok bool, viaJSON *
 	}
 	return direct, ok, fieldsFromJSON(fields)
 }
+
+// DecodeSchemas returns components.schemas of an OpenAPI v3 document as Read
+// decodes them.
+func DecodeSchemas(raw []byte) (*map[string]*spec.Schema, error) { return decodeSchemas(raw) }
