@@ -104,6 +104,9 @@ type Options struct {
 	// Remote fetches remote charts as the server config's remote: block allows;
 	// nil fetches nothing.
 	Remote *remote.Fetcher
+	// CheckoutDir is where previews check out base and head
+	// (preview.Request.CheckoutDir); empty chooses.
+	CheckoutDir string
 	// RenderCache keeps renders on disk across jobs (under the work dir); nil
 	// keeps them only in memory.
 	RenderCache *preview.DiskCache
@@ -348,7 +351,7 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 	rep, err := j.w.preview.Preview(ctx, preview.Request{
 		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, BaseBranch: j.pr.BaseRef, RepoURLs: repoURLs(spec.URL, spec.WebURL),
 		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster, ArgoCDCluster: j.w.opts.ArgoCDCluster, ArgoClusters: j.w.opts.ArgoClusters,
-		Remote: j.w.opts.Remote, RenderCache: j.w.opts.RenderCache, Now: j.w.opts.Now(),
+		Remote: j.w.opts.Remote, RenderCache: j.w.opts.RenderCache, CheckoutDir: j.w.opts.CheckoutDir, Now: j.w.opts.Now(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("previewing %s..%s: %w", short(j.pr.BaseSHA), short(j.pr.HeadSHA), err)

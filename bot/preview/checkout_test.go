@@ -98,9 +98,9 @@ func bigAndSmall(t *testing.T) string {
 }
 
 // TestCheckoutBoth: base and head check out at the same time, each into its
-// own dir, and the changed files are listed; when one checkout fails, the
-// other still ends before the error is returned, and the error names the side
-// that failed (base first when both do).
+// own dir under a new temp dir of the parent given, and the changed files are
+// listed; when a tree is over the limits, nothing is written and the error
+// names the side that failed (base first when both do).
 func TestCheckoutBoth(t *testing.T) {
 	dir := bigAndSmall(t)
 	r := repo{dir: dir}
@@ -108,21 +108,27 @@ func TestCheckoutBoth(t *testing.T) {
 	small, _ := r.resolve(ctx, "small")
 	big, _ := r.resolve(ctx, "big")
 
-	tmp := t.TempDir()
-	changed, err := r.checkoutBoth(ctx, small, big, filepath.Join(tmp, "base"), filepath.Join(tmp, "head"))
+	parent := t.TempDir()
+	co, err := r.checkoutBoth(ctx, small, big, parent)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if filepath.Dir(co.tmp) != parent || co.baseDir != filepath.Join(co.tmp, "base") || co.headDir != filepath.Join(co.tmp, "head") {
+		t.Errorf("checkouts in %s, %s (temp dir %s); want base and head under a temp dir of %s", co.baseDir, co.headDir, co.tmp, parent)
+	}
 	for _, f := range []string{"base/apps/d02/f.yaml", "head/apps/d29/f.yaml"} {
-		if _, err := os.Stat(filepath.Join(tmp, f)); err != nil {
+		if _, err := os.Stat(filepath.Join(co.tmp, f)); err != nil {
 			t.Error(err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(tmp, "base/apps/d03")); err == nil {
+	if _, err := os.Stat(filepath.Join(co.tmp, "base/apps/d03")); err == nil {
 		t.Error("the head's files are in the base checkout")
 	}
-	if len(changed) != 27 {
-		t.Errorf("changed: %d files, want 27: %v", len(changed), changed)
+	if len(co.changed) != 27 {
+		t.Errorf("changed: %d files, want 27: %v", len(co.changed), co.changed)
+	}
+	if co.baseTree.files != 3 || co.headTree.files != 30 || co.baseTree.bytes == 0 {
+		t.Errorf("trees: base %+v, head %+v; want 3 and 30 files", co.baseTree, co.headTree)
 	}
 
 	defer func(n int64) { maxCheckoutFiles = n }(maxCheckoutFiles)
@@ -130,22 +136,19 @@ func TestCheckoutBoth(t *testing.T) {
 	for _, c := range []struct {
 		name, base, head string
 		want             string // the short SHA the error names
-		done             string // the checkout that completes all the same
 	}{
-		{"head fails", small, big, short(big), "base/apps/d02/f.yaml"},
-		{"base fails", big, small, short(big), "head/apps/d02/f.yaml"},
-		{"both fail", big, big, short(big), ""},
+		{"head fails", small, big, short(big)},
+		{"base fails", big, small, short(big)},
+		{"both fail", big, big, short(big)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tmp := t.TempDir()
-			_, err := r.checkoutBoth(ctx, c.base, c.head, filepath.Join(tmp, "base"), filepath.Join(tmp, "head"))
+			parent := t.TempDir()
+			co, err := r.checkoutBoth(ctx, c.base, c.head, parent)
 			if err == nil || !strings.Contains(err.Error(), "checking out "+c.want) || !strings.Contains(err.Error(), "more than 10 files") {
 				t.Fatalf("got %v, want the file limit for %s", err, c.want)
 			}
-			if c.done != "" {
-				if _, err := os.Stat(filepath.Join(tmp, c.done)); err != nil {
-					t.Errorf("the other checkout did not complete before the error was returned: %v", err)
-				}
+			if entries, _ := os.ReadDir(parent); co.tmp != "" || len(entries) > 0 {
+				t.Errorf("a checkout was made (%q, %d entries) though a tree is over the limits", co.tmp, len(entries))
 			}
 		})
 	}
@@ -153,19 +156,48 @@ func TestCheckoutBoth(t *testing.T) {
 
 // TestRunLeavesNoCheckout: whether the preview succeeds, a checkout fails while
 // the other runs, or the run is cancelled during the checkouts (as a signal
-// does to the CLI), Run removes both checkouts before it returns.
+// does to the CLI), Run removes both checkouts before it returns, and leaves
+// nothing in either place checkouts go: a tmpfs with room (shmDir), or the
+// temp dir.
 func TestRunLeavesNoCheckout(t *testing.T) {
 	dir := bigAndSmall(t)
 	defer func(n int64) { maxCheckoutFiles = n }(maxCheckoutFiles)
-	maxCheckoutFiles = 10
-	left := func(t *testing.T, tmp string) {
-		t.Helper()
-		entries, err := os.ReadDir(tmp)
-		if err != nil {
-			t.Fatal(err)
+	defer func(d string, f func(string) (int64, bool)) { shmDir, tmpfsFree = d, f }(shmDir, tmpfsFree)
+	for _, onTmpfs := range []bool{true, false} {
+		name := "TMPDIR"
+		if onTmpfs {
+			name = "tmpfs"
 		}
-		for _, e := range entries {
-			t.Errorf("left behind in the temp dir: %s", e.Name())
+		t.Run(name, func(t *testing.T) {
+			runLeavesNoCheckout(t, dir, onTmpfs)
+		})
+	}
+}
+
+func runLeavesNoCheckout(t *testing.T, dir string, onTmpfs bool) {
+	maxCheckoutFiles = 10
+	// places sets up a fresh shmDir and TMPDIR and returns the one the
+	// checkouts go to, and both.
+	places := func(t *testing.T) (string, []string) {
+		shm, tmp := t.TempDir(), t.TempDir()
+		shmDir = shm
+		tmpfsFree = func(d string) (int64, bool) { return 1 << 40, onTmpfs && d == shm }
+		t.Setenv("TMPDIR", tmp)
+		if onTmpfs {
+			return shm, []string{shm, tmp}
+		}
+		return tmp, []string{shm, tmp}
+	}
+	left := func(t *testing.T, dirs []string) {
+		t.Helper()
+		for _, d := range dirs {
+			entries, err := os.ReadDir(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				t.Errorf("left behind in %s: %s", d, e.Name())
+			}
 		}
 	}
 	t.Run("success", func(t *testing.T) {
@@ -173,8 +205,7 @@ func TestRunLeavesNoCheckout(t *testing.T) {
 		// the rest of the run goes on: the report is whole all the same.
 		maxCheckoutFiles = 50_000
 		defer func() { maxCheckoutFiles = 10 }()
-		tmp := t.TempDir()
-		t.Setenv("TMPDIR", tmp)
+		_, all := places(t)
 		rep, err := Run(context.Background(), Request{RepoDir: dir, Base: "small", Head: "big", Now: scenarioNow})
 		if err != nil {
 			t.Fatal(err)
@@ -186,27 +217,26 @@ func TestRunLeavesNoCheckout(t *testing.T) {
 		if added != 27 {
 			t.Errorf("report: %d objects created in %d targets; want 27", added, len(rep.Targets))
 		}
-		left(t, tmp)
+		left(t, all)
 	})
 	t.Run("head fails", func(t *testing.T) {
-		tmp := t.TempDir()
-		t.Setenv("TMPDIR", tmp)
+		_, all := places(t)
 		_, err := Run(context.Background(), Request{RepoDir: dir, Base: "small", Head: "big", Now: scenarioNow})
 		if err == nil || !strings.Contains(err.Error(), "more than 10 files") {
 			t.Fatalf("got %v, want the file limit", err)
 		}
-		left(t, tmp)
+		left(t, all)
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		maxCheckoutFiles = 50_000
-		tmp := t.TempDir()
-		t.Setenv("TMPDIR", tmp)
+		defer func() { maxCheckoutFiles = 10 }()
+		at, all := places(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
-			// Cancel once a checkout has begun.
+			// Cancel once a checkout has begun where it should be.
 			for ctx.Err() == nil {
-				if m, _ := filepath.Glob(filepath.Join(tmp, "driftpreview-*", "*")); len(m) > 0 {
+				if m, _ := filepath.Glob(filepath.Join(at, "driftpreview-*", "*")); len(m) > 0 {
 					cancel()
 					return
 				}
@@ -216,6 +246,78 @@ func TestRunLeavesNoCheckout(t *testing.T) {
 		if _, err := Run(ctx, Request{RepoDir: dir, Base: "small", Head: "big", Now: scenarioNow}); err == nil {
 			t.Fatal("a cancelled run returned a report")
 		}
-		left(t, tmp)
+		left(t, all)
+	})
+}
+
+// TestCheckoutParent: the checkouts go where they are told to (--checkout-dir,
+// serve's checkoutDir) whatever the tmpfs; else to shmDir when it is a tmpfs
+// with room for them four times over; else to the temp dir. A tmpfs that
+// cannot be written to falls back to the temp dir.
+func TestCheckoutParent(t *testing.T) {
+	defer func(d string, f func(string) (int64, bool)) { shmDir, tmpfsFree = d, f }(shmDir, tmpfsFree)
+	shm, tmp, explicit := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	shmDir = shm
+	const need = 10 << 20
+	for _, c := range []struct {
+		name     string
+		explicit string
+		free     int64
+		tmpfs    bool
+		want     string
+	}{
+		{"tmpfs with room", "", 4 * need, true, shm},
+		{"tmpfs without room", "", 4*need - 1, true, tmp},
+		{"tmpfs full", "", 0, true, tmp},
+		{"not a tmpfs", "", 1 << 40, false, tmp},
+		{"explicit over a tmpfs with room", explicit, 1 << 40, true, explicit},
+		{"explicit over the temp dir", explicit, 0, false, explicit},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tmpfsFree = func(d string) (int64, bool) {
+				if d != shm {
+					t.Errorf("statfs of %s, want %s", d, shm)
+				}
+				return c.free, c.tmpfs
+			}
+			if got := checkoutParent(c.explicit, need); got != c.want {
+				t.Errorf("checkoutParent: %s, want %s", got, c.want)
+			}
+			d, err := makeCheckoutDir(c.explicit, need)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(d)
+			if filepath.Dir(d) != c.want {
+				t.Errorf("makeCheckoutDir: %s, want a dir under %s", d, c.want)
+			}
+		})
+	}
+	t.Run("tmpfs not writable", func(t *testing.T) {
+		// A file where the tmpfs should be: making a dir there fails.
+		shmDir = filepath.Join(t.TempDir(), "file")
+		if err := os.WriteFile(shmDir, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tmpfsFree = func(string) (int64, bool) { return 1 << 40, true }
+		d, err := makeCheckoutDir("", need)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(d)
+		if filepath.Dir(d) != tmp {
+			t.Errorf("makeCheckoutDir: %s, want a dir under %s", d, tmp)
+		}
+	})
+	t.Run("explicit not writable", func(t *testing.T) {
+		f := filepath.Join(t.TempDir(), "file")
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := makeCheckoutDir(f, need); err == nil {
+			os.Remove(d)
+			t.Fatalf("makeCheckoutDir(%s): %s, want an error", f, d)
+		}
 	})
 }

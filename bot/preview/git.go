@@ -69,36 +69,66 @@ func (r repo) resolve(ctx context.Context, ref string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// checkoutBoth checks out base into baseDir and head into headDir (which must
-// not exist; they are made) and lists the files the pull request changes. The
-// three are independent, and a checkout is mostly the kernel creating files
-// and directories, so they run at once: base and head, two checkouts at a
-// time. It returns once all have ended, whether or not one failed; the first
-// error in the order base, head, changed files is returned. What a failed
-// checkout wrote is the caller's to remove, with the dirs.
-func (r repo) checkoutBoth(ctx context.Context, base, head, baseDir, headDir string) ([]string, error) {
+// checkouts are the two checkouts of a run: base and head under one temp
+// dir, and what git listed of their trees.
+type checkouts struct {
+	// tmp holds both (base, head); it is the caller's to remove, also when
+	// checkoutBoth failed (then it may be "", or hold a partial checkout).
+	tmp              string
+	baseDir, headDir string
+	changed          []string
+	baseTree         tree
+	headTree         tree
+}
+
+// checkoutBoth checks out base and head into a new temp dir under parent (""
+// chooses: checkoutParent) and lists the files the pull request changes. Both
+// trees are sized first (checkTreeSize: nothing is written when one is over
+// the limits), then checked out at once: a checkout is mostly the kernel
+// creating files and directories. The changed files are listed meanwhile. It
+// returns once all have ended, whether or not one failed; the first error in
+// the order base, head, changed files is returned.
+func (r repo) checkoutBoth(ctx context.Context, base, head, parent string) (checkouts, error) {
 	var (
+		co      checkouts
 		wg      sync.WaitGroup
 		errs    [3]error
-		changed []string
+		changed sync.WaitGroup
 	)
-	for i, c := range [2][2]string{{base, baseDir}, {head, headDir}} {
+	changed.Go(func() { co.changed, errs[2] = r.changed(ctx, base, head) })
+	defer changed.Wait()
+	wg.Go(func() { co.baseTree, errs[0] = r.checkTreeSize(ctx, base) })
+	wg.Go(func() { co.headTree, errs[1] = r.checkTreeSize(ctx, head) })
+	wg.Wait()
+	for i, sha := range []string{base, head} {
+		if errs[i] != nil {
+			return co, fmt.Errorf("checking out %s: %w", short(sha), errs[i])
+		}
+	}
+	tmp, err := makeCheckoutDir(parent, co.baseTree.need()+co.headTree.need())
+	if err != nil {
+		return co, err
+	}
+	co.tmp, co.baseDir, co.headDir = tmp, filepath.Join(tmp, "base"), filepath.Join(tmp, "head")
+	for i, c := range [2][2]string{{base, co.baseDir}, {head, co.headDir}} {
 		wg.Go(func() {
 			if err := os.Mkdir(c[1], 0o700); err != nil {
 				errs[i] = fmt.Errorf("creating work dir: %w", err)
 				return
 			}
-			errs[i] = r.checkout(ctx, c[0], c[1])
+			if err := r.write(ctx, c[0], c[1]); err != nil {
+				errs[i] = fmt.Errorf("checking out %s: %w", short(c[0]), err)
+			}
 		})
 	}
-	wg.Go(func() { changed, errs[2] = r.changed(ctx, base, head) })
 	wg.Wait()
+	changed.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return co, err
 		}
 	}
-	return changed, nil
+	return co, nil
 }
 
 // Checkout limits. A pull request is untrusted, and git compresses well: a 32 KiB
@@ -114,18 +144,39 @@ var (
 // through a throwaway index, leaving the repository itself untouched. A tree over
 // the checkout limits is an error before anything is written.
 func (r repo) checkout(ctx context.Context, sha, dir string) error {
-	if err := r.checkTreeSize(ctx, sha); err != nil {
+	if _, err := r.checkTreeSize(ctx, sha); err != nil {
 		return fmt.Errorf("checking out %s: %w", short(sha), err)
 	}
+	if err := r.write(ctx, sha, dir); err != nil {
+		return fmt.Errorf("checking out %s: %w", short(sha), err)
+	}
+	return nil
+}
+
+// write writes the tree of commit sha into dir (which must exist and be empty)
+// through a throwaway index, without sizing it first.
+func (r repo) write(ctx context.Context, sha, dir string) error {
 	index := filepath.Join(dir, ".driftpreview-index")
 	env := []string{"GIT_INDEX_FILE=" + index}
 	if _, err := r.git(ctx, env, "read-tree", sha); err != nil {
-		return fmt.Errorf("checking out %s: %w", short(sha), err)
+		return err
 	}
 	if _, err := r.git(ctx, env, "--work-tree="+dir, "checkout-index", "--all", "--force"); err != nil {
-		return fmt.Errorf("checking out %s: %w", short(sha), err)
+		return err
 	}
 	return os.Remove(index)
+}
+
+// tree is what git lists of one commit's tree: how many files and bytes it
+// checks out to.
+type tree struct {
+	files, bytes int64
+}
+
+// need is about what the tree takes on a tmpfs: its bytes, each file rounded
+// up to a page, and the private index.
+func (t tree) need() int64 {
+	return t.bytes + t.files*(4<<10) + t.files*256
 }
 
 // checkTreeSize lists the blobs of sha as `git ls-tree -r` streams them, failing
@@ -134,7 +185,7 @@ func (r repo) checkout(ctx context.Context, sha, dir string) error {
 // cat-file --batch-check` and fails when the files add up to more than
 // maxCheckoutBytes. (`ls-tree -l` would look up the size of every path: a minute
 // for 60,000 paths of one loose blob.)
-func (r repo) checkTreeSize(ctx context.Context, sha string) error {
+func (r repo) checkTreeSize(ctx context.Context, sha string) (tree, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", "-C", r.dir, "ls-tree", "-r", "-z", "--full-tree", sha)
@@ -143,10 +194,10 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) error {
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return tree{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("git ls-tree: %w", err)
+		return tree{}, fmt.Errorf("git ls-tree: %w", err)
 	}
 	var files int64
 	blobs := map[string]int64{} // object → how many paths hold it
@@ -167,10 +218,10 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) error {
 	if files > maxCheckoutFiles {
 		cancel()
 		_ = cmd.Wait()
-		return fmt.Errorf("the commit has more than %d files, the limit per checkout; driftpreview does not check out trees that large (look for the files the PR adds)", maxCheckoutFiles)
+		return tree{}, fmt.Errorf("the commit has more than %d files, the limit per checkout; driftpreview does not check out trees that large (look for the files the PR adds)", maxCheckoutFiles)
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("git ls-tree: %s", gitMessage(stderr.String(), err))
+		return tree{}, fmt.Errorf("git ls-tree: %s", gitMessage(stderr.String(), err))
 	}
 
 	var ids strings.Builder
@@ -179,7 +230,7 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) error {
 	}
 	sizes, err := r.gitStdin(ctx, ids.String(), "cat-file", "--batch-check=%(objectname) %(objectsize)")
 	if err != nil {
-		return err
+		return tree{}, err
 	}
 	var total int64
 	for l := range strings.Lines(string(sizes)) {
@@ -188,9 +239,9 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) error {
 		total += size * blobs[id]
 	}
 	if total > maxCheckoutBytes {
-		return fmt.Errorf("the commit's files add up to %d MiB, over the %d MiB limit per checkout; driftpreview does not check out trees that large (look for big or repeated files the PR adds)", total>>20, maxCheckoutBytes>>20)
+		return tree{}, fmt.Errorf("the commit's files add up to %d MiB, over the %d MiB limit per checkout; driftpreview does not check out trees that large (look for big or repeated files the PR adds)", total>>20, maxCheckoutBytes>>20)
 	}
-	return nil
+	return tree{files: files, bytes: total}, nil
 }
 
 // gitStdin runs a git command with stdin.

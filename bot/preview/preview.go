@@ -82,6 +82,11 @@ type Request struct {
 	// fetches nothing. It comes from the server config or the CLI, never from
 	// the repository.
 	Remote *remote.Fetcher
+	// CheckoutDir is the directory base and head are checked out under (in a
+	// temp dir of their own, removed before Run returns). Empty chooses:
+	// /dev/shm when it is a tmpfs with room for both trees four times over,
+	// else the temp dir ($TMPDIR).
+	CheckoutDir string
 	// RenderCache, when set, keeps renders on disk by content across runs
 	// (DiskCache): the CLI's under the user cache dir, serve's under its work dir.
 	RenderCache *DiskCache
@@ -133,16 +138,15 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	// while they are made (prefetchDiscovery).
 	warm, stopWarm := prefetchDiscovery(ctx, req)
 	defer stopWarm()
-	tmp, err := os.MkdirTemp("", "driftpreview-")
-	if err != nil {
-		return nil, fmt.Errorf("creating work dir: %w", err)
+	co, err := r.checkoutBoth(ctx, baseSHA, headSHA, req.CheckoutDir)
+	tmp := co.tmp
+	if tmp != "" {
+		defer os.RemoveAll(tmp)
 	}
-	defer os.RemoveAll(tmp)
-	baseDir, headDir := filepath.Join(tmp, "base"), filepath.Join(tmp, "head")
-	changed, err := r.checkoutBoth(ctx, baseSHA, headSHA, baseDir, headDir)
 	if err != nil {
 		return nil, err
 	}
+	baseDir, headDir, changed := co.baseDir, co.headDir, co.changed
 
 	rep := &diffing.Report{Base: baseSHA, Head: headSHA, GeneratedAt: req.Now.UTC(), Targets: []diffing.TargetReport{}}
 	cfg, err := loadConfig(req, baseDir)

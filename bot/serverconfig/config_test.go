@@ -100,6 +100,7 @@ func TestLoad(t *testing.T) {
 				"DRIFTPREVIEW_QUEUE_SWEEPINTERVAL=15s",
 				"DRIFTPREVIEW_REPOS=acme/*, other/x",
 				"DRIFTPREVIEW_ALLOWFORKPRS=true",
+				"DRIFTPREVIEW_CHECKOUTDIR=/var/tmp/checkouts",
 				"DRIFTPREVIEW_CLUSTERS_PROD_CONTEXT=prod-admin",
 				"DRIFTPREVIEW_CLUSTERS_EU_KUBECONFIG=/etc/kube/eu.yaml",
 				"DRIFTPREVIEW_CLUSTERS_EU_LIVEMODE=dry-run",
@@ -116,6 +117,7 @@ func TestLoad(t *testing.T) {
 				c.Queue.SweepInterval = 15 * time.Second
 				c.Repos = []string{"acme/*", "other/x"}
 				c.AllowForkPRs = true
+				c.CheckoutDir = "/var/tmp/checkouts"
 				c.Clusters["prod"] = Cluster{Kubeconfig: "/etc/kube/prod.yaml", Context: "prod-admin", LiveMode: "simulate"}
 				c.Clusters["eu"] = Cluster{Kubeconfig: "/etc/kube/eu.yaml", LiveMode: "dry-run"}
 			},

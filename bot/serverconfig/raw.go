@@ -39,6 +39,7 @@ type Raw struct {
 	Repos          []string           `yaml:"repos"`
 	AllowForkPRs   bool               `yaml:"allowForkPRs"`
 	WorkDir        string             `yaml:"workDir"`
+	CheckoutDir    string             `yaml:"checkoutDir"`
 	LogLevel       string             `yaml:"logLevel"`
 	Remote         remote.Policy      `yaml:"remote"`
 

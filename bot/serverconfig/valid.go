@@ -50,6 +50,9 @@ type Config struct {
 	AllowForkPRs bool
 	// WorkDir holds one bare git mirror per repository.
 	WorkDir string
+	// CheckoutDir is where previews check out base and head (preview.Request);
+	// empty chooses /dev/shm when it is a tmpfs with room, else $TMPDIR.
+	CheckoutDir string
 	// LogLevel is debug, info (default), warn or error.
 	LogLevel string
 	// Remote says which remote sources (Helm repositories) previews may fetch:
@@ -290,6 +293,7 @@ func (r *Raw) ToValid() (*Config, error) {
 		Repos:        d.Repos,
 		AllowForkPRs: d.AllowForkPRs,
 		WorkDir:      d.WorkDir,
+		CheckoutDir:  d.CheckoutDir,
 		LogLevel:     d.LogLevel,
 		Remote:       d.Remote,
 		Warnings:     r.warnings,

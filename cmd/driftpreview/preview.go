@@ -114,6 +114,8 @@ type previewFlags struct {
 	remoteConfig, remoteCache *string
 	// cacheDir is the render cache's directory ("off": none).
 	cacheDir *string
+	// checkoutDir is where base and head are checked out ("": chosen).
+	checkoutDir *string
 }
 
 func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
@@ -132,6 +134,7 @@ func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
 	p.remoteConfig = fl.String("remote-config", "", "YAML `file` with a remote: block (the server config's: allow with credential files, timeout, caps, cache), e.g. server.yaml; --allow-remote adds prefixes to it")
 	p.remoteCache = fl.String("remote-cache", "", "`dir` of the cache of fetched charts (default: the user cache dir's driftpreview/remote)")
 	p.cacheDir = fl.String("cache-dir", "", "`dir` of the render cache, renders kept by the content of their input files so the next run takes unchanged targets from it (default: the user cache dir's driftpreview/renders, e.g. $XDG_CACHE_HOME/driftpreview/renders); off for none")
+	p.checkoutDir = fl.String("checkout-dir", "", "`dir` to check out base and head under (default: /dev/shm when it is a tmpfs with room for both trees four times over, else $TMPDIR)")
 	fl.Var(&p.repoURLs, "repo-url", "a URL of this repository, so Argo CD and Flux objects pointing at it are found (repeatable; the origin remote is always used)")
 	return p
 }
@@ -143,7 +146,7 @@ func (p *previewFlags) request() (preview.Request, error) {
 	if !mode.Valid() {
 		return preview.Request{}, fmt.Errorf("--live-mode must be simulate, dry-run or off, not %q", mode)
 	}
-	req := preview.Request{RepoDir: *p.repoDir, ConfigFile: *p.cfgFile, Targets: p.targets, RepoURLs: p.repoURLs, BaseBranch: *p.baseBranch, AllTargets: *p.allTargets}
+	req := preview.Request{RepoDir: *p.repoDir, ConfigFile: *p.cfgFile, Targets: p.targets, RepoURLs: p.repoURLs, BaseBranch: *p.baseBranch, AllTargets: *p.allTargets, CheckoutDir: *p.checkoutDir}
 	f, err := p.fetcher()
 	if err != nil {
 		return req, err

@@ -255,3 +255,31 @@ func TestRunPreviewRenderCache(t *testing.T) {
 		t.Errorf("--cache-dir off wrote %v", es)
 	}
 }
+
+// TestRunPreviewCheckoutDir: --checkout-dir is where base and head are checked
+// out: a directory there is used (and left empty), a path that cannot hold a
+// directory fails the run naming it.
+func TestRunPreviewCheckoutDir(t *testing.T) {
+	repo := scenarioRepo(t, "04-pvc-data-loss")
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	run := func(dir string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		args := []string{"--repo", repo, "--base", "base", "--head", "head", "--format", "json", "--checkout-dir", dir}
+		return runPreview(context.Background(), args, &stdout, &stderr), stderr.String()
+	}
+	own := t.TempDir()
+	if code, stderr := run(own); code != exitFailing {
+		t.Fatalf("exit %d, want %d: %s", code, exitFailing, stderr)
+	}
+	if es, _ := os.ReadDir(own); len(es) != 0 {
+		t.Errorf("left behind under --checkout-dir: %v", es)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := run(file); code != exitError || !strings.Contains(stderr, file) {
+		t.Errorf("--checkout-dir FILE: exit %d, %s; want %d and an error naming %s", code, stderr, exitError, file)
+	}
+}

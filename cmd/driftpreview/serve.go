@@ -152,6 +152,7 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		return server.Options{}, fmt.Errorf("server config: workDir: %w", err)
 	}
 	jo.RenderCache = rc
+	jo.CheckoutDir = cfg.CheckoutDir
 	served := slices.Sorted(func(yield func(string) bool) {
 		for k := range hosts {
 			if !yield(k) {
