@@ -212,3 +212,58 @@ func benchRepo(b *testing.B, t int) (*bench.Repo, string) {
 	}
 	return r, dir
 }
+
+// BenchmarkRenderCheckout renders every target of `make bench`'s repository at
+// T=200 the way a preview renders one side: two at a time (one per CPU of the
+// bench machine) in the pool's render processes, started fresh and ended
+// (Shutdown) in each run so cpu-ms/op counts all they used. "named" gives the
+// checkout a name (Options.Checkout, new in each run, as a preview's
+// checkout), so the processes keep what they read of it; "unnamed" reads every
+// file from the file system for every render.
+//
+//	go test ./render -run '^$' -bench RenderCheckout -benchtime 3x
+func BenchmarkRenderCheckout(b *testing.B) {
+	r, dir := benchRepo(b, 200)
+	for _, named := range []bool{false, true} {
+		name := "unnamed"
+		if named {
+			name = "named"
+		}
+		b.Run(name, func(b *testing.B) {
+			render.Shutdown()
+			start := cpuNow()
+			for b.Loop() {
+				id := ""
+				if named {
+					id = render.NewCheckoutID()
+				}
+				next := make(chan bench.Target)
+				errs := make(chan error, 2)
+				for range 2 {
+					go func() {
+						var first error
+						for t := range next {
+							opts := t.RenderOptionsFor(r.Variant)
+							opts.Checkout = id
+							if _, err := render.Render(context.Background(), dir, t.Path, opts); err != nil && first == nil {
+								first = err
+							}
+						}
+						errs <- first
+					}()
+				}
+				for _, t := range r.Targets {
+					next <- t
+				}
+				close(next)
+				for range 2 {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+				render.Shutdown()
+			}
+			b.ReportMetric(float64((cpuNow()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}

@@ -55,9 +55,11 @@ func init() {
 }
 
 type childRequest struct {
-	Root   string  `json:"root"`
-	Target string  `json:"target"`
-	Opts   Options `json:"opts"`
+	Root string `json:"root"`
+	// Checkout is Opts.Checkout, which Options does not encode.
+	Checkout string  `json:"checkout,omitempty"`
+	Target   string  `json:"target"`
+	Opts     Options `json:"opts"`
 	// Deps are chart dependencies the parent fetched (prefetch).
 	Deps []localDependency `json:"deps,omitempty"`
 	// Values are the checkout values files of a remote chart, parsed.
@@ -133,6 +135,7 @@ func childServe(req childRequest) childResult {
 		req.Values[k], _ = numbers(v).(map[string]any)
 	}
 	req.Opts.Helm.checkoutValues = req.Values
+	req.Opts.Checkout = req.Checkout
 	if req.Opts.MaxMemoryBytes > 0 {
 		// Let the collector work hard before the kernel's limit makes an
 		// allocation fatal; runtime metadata and C memory count there too.
@@ -169,7 +172,7 @@ func renderChild(ctx context.Context, root, target string, opts Options) (Object
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: resolving root %s: %w", target, root, err)
 	}
-	req, err := json.Marshal(childRequest{Root: absRoot, Target: target, Opts: opts, Deps: opts.Helm.deps, Values: opts.Helm.checkoutValues})
+	req, err := json.Marshal(childRequest{Root: absRoot, Checkout: opts.Checkout, Target: target, Opts: opts, Deps: opts.Helm.deps, Values: opts.Helm.checkoutValues})
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: encoding the request: %w", target, err)
 	}

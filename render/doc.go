@@ -12,6 +12,8 @@
 //
 //   - Every file is read through an os.Root at the checkout, so neither ".." nor a
 //     symlink can reach outside it; plain, kustomize and helm all read this way.
+//     A render process keeps what it read of a named checkout (Options.Checkout,
+//     treecache.go) for later renders, every check running again on each read.
 //   - Kustomize runs krusty (load restrictor RootOnly, builtin plugins only) over a
 //     read-only filesystem that mounts the checkout and a generated wrapper
 //     kustomization (for overrides and origin annotations). Every kustomization is

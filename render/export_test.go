@@ -15,3 +15,26 @@ func NewUnsharedInputFinder(root string) *InputFinder {
 	f.unshared = true
 	return f
 }
+
+// KernelReads counts the files render processes of this process (renders in
+// process) opened from the file system.
+func KernelReads() int64 { return kernelReads.Load() }
+
+// DropCheckouts forgets the checkouts this process keeps.
+func DropCheckouts() { dropCheckouts() }
+
+// CheckoutsKept names the checkouts this process keeps, most recently used
+// first, and the bytes each counts.
+func CheckoutsKept() (ids []string, sizes []int64) {
+	checkouts.mu.Lock()
+	defer checkouts.mu.Unlock()
+	for _, c := range checkouts.list {
+		ids = append(ids, c.id)
+		sizes = append(sizes, c.bytes())
+	}
+	return ids, sizes
+}
+
+// CheckoutCacheBytes is what a process keeps of one checkout under a memory
+// limit.
+var CheckoutCacheBytes = checkoutCacheBytes

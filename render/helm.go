@@ -152,7 +152,7 @@ func valuesFiles(sb *sandbox, h HelmOptions) (map[string]any, error) {
 		}
 		if h.IgnoreMissingValuesFiles {
 			if c, err := cleanRel(vf); err == nil {
-				if _, err := sb.root.Stat(c); errors.Is(err, fs.ErrNotExist) {
+				if _, err := sb.rootStat(c); errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
 			}

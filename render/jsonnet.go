@@ -211,7 +211,7 @@ func (im *sandboxImporter) try(p string) *importEntry {
 		return e
 	}
 	e := &importEntry{}
-	if fi, err := im.sb.root.Lstat(p); err != nil {
+	if fi, err := im.sb.rootLstat(p); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			e.err = im.sb.explain(p, err)
 		}

@@ -199,7 +199,7 @@ func (k *kfs) stat(p string) (fs.FileInfo, bool) {
 	if !ok {
 		return nil, false
 	}
-	fi, err := sb.root.Stat(r)
+	fi, err := sb.rootStat(r)
 	if err != nil {
 		return nil, false
 	}
@@ -253,8 +253,8 @@ func (k *kfs) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	if !ok {
 		if sb, r, in := k.locate(c); in {
 			// Say why, when a symlink is the reason.
-			if _, err := sb.root.Lstat(r); err == nil {
-				_, serr := sb.root.Stat(r)
+			if _, err := sb.rootLstat(r); err == nil {
+				_, serr := sb.rootStat(r)
 				return "", "", k.record(sb.explain(r, serr))
 			}
 		}

@@ -47,6 +47,15 @@ type Options struct {
 	MaxMemoryBytes int64
 	MaxCPUTime     time.Duration
 
+	// Checkout, when set, names the checkout root is: a tree nothing changes
+	// while the name is in use, such as a preview's checkout of one commit
+	// (NewCheckoutID makes a name; a new checkout gets a new one, even at the
+	// same path). A render process then keeps what it reads of the checkout
+	// for the renders that follow (see treecache.go); without it, every
+	// render reads every file from the file system again. It is not part of
+	// what a render produces, so not of its JSON (content keys).
+	Checkout string `json:"-"`
+
 	// Remote fetches what the render needs from outside the checkout: the chart
 	// of Helm.Chart and chart dependencies that charts/ does not hold. Render
 	// fetches in the calling process, into the fetcher's cache, before the render

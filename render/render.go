@@ -28,9 +28,14 @@ import (
 // names the versions they resolved to.
 func Render(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
 	opts = withDefaults(opts)
+	checkoutRoot := root
 	root, target, charts, err := prefetch(ctx, root, target, &opts)
 	if err != nil {
 		return ObjectSet{}, err
+	}
+	if root != checkoutRoot {
+		// A fetched chart or artifact: not the checkout opts.Checkout names.
+		opts.Checkout = ""
 	}
 	set, err := renderChild(ctx, root, target, opts)
 	// A remote kustomize base the render asks for is fetched here (the render

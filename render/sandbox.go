@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +15,10 @@ import (
 // sandbox reads files of one checkout through an os.Root, so neither ".." nor a
 // symlink can lead outside it, and enforces the per-file and per-target byte limits.
 type sandbox struct {
-	root      *os.Root
+	root *os.Root
+	// cache, when set, is what this process keeps of the checkout (see
+	// treecache.go): root is its root, shared with other renders.
+	cache     *treeCache
 	maxFile   int64
 	maxTotal  int64
 	maxOutput int64
@@ -39,6 +43,13 @@ type sandbox struct {
 const maxKeptFile = 1 << 20
 
 func openSandbox(root string, opts Options) (*sandbox, error) {
+	if opts.Checkout != "" {
+		c, err := openCached(opts.Checkout, root, opts.MaxMemoryBytes)
+		if err != nil {
+			return nil, fmt.Errorf("opening checkout %s: %w", root, err)
+		}
+		return &sandbox{root: c.root, cache: c, maxFile: opts.MaxFileBytes, maxTotal: opts.MaxTotalBytes, maxOutput: opts.MaxOutputBytes}, nil
+	}
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("opening checkout %s: %w", root, err)
@@ -46,7 +57,29 @@ func openSandbox(root string, opts Options) (*sandbox, error) {
 	return &sandbox{root: r, maxFile: opts.MaxFileBytes, maxTotal: opts.MaxTotalBytes, maxOutput: opts.MaxOutputBytes}, nil
 }
 
-func (s *sandbox) Close() error { return s.root.Close() }
+func (s *sandbox) Close() error {
+	if s.cache != nil {
+		s.cache.release()
+		return nil
+	}
+	return s.root.Close()
+}
+
+// rootStat is os.Root.Stat, answered by the cache when there is one.
+func (s *sandbox) rootStat(name string) (fs.FileInfo, error) {
+	if s.cache != nil {
+		return s.cache.stat(name)
+	}
+	return s.root.Stat(name)
+}
+
+// rootLstat is os.Root.Lstat, answered by the cache when there is one.
+func (s *sandbox) rootLstat(name string) (fs.FileInfo, error) {
+	if s.cache != nil {
+		return s.cache.lstat(name)
+	}
+	return s.root.Lstat(name)
+}
 
 // clean turns a slash path relative to the root into the form os.Root and fs.FS
 // expect, or reports that it leaves the checkout.
@@ -71,8 +104,8 @@ func (s *sandbox) explain(rel string, err error) error {
 	parts := strings.Split(rel, "/")
 	for i := range parts {
 		p := strings.Join(parts[:i+1], "/")
-		if fi, lerr := s.root.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			if _, serr := s.root.Stat(p); serr != nil {
+		if fi, lerr := s.rootLstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if _, serr := s.rootStat(p); serr != nil {
 				return &Error{File: s.at(p), Err: errors.New("is a symlink that leads outside the repository (or nowhere); only symlinks within the repository are followed")}
 			}
 		}
@@ -98,7 +131,7 @@ func (s *sandbox) stat(rel string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, &Error{File: rel, Err: err}
 	}
-	fi, err := s.root.Stat(c)
+	fi, err := s.rootStat(c)
 	if err != nil {
 		return nil, s.explain(c, err)
 	}
@@ -111,34 +144,14 @@ func (s *sandbox) readFile(rel string) ([]byte, error) {
 	if err != nil {
 		return nil, &Error{File: s.at(rel), Err: err}
 	}
-	f, err := s.root.Open(c)
+	var data []byte
+	if f, ok := s.cache.file(c); ok {
+		data, err = s.checkCached(c, f)
+	} else {
+		data, err = s.readKernel(c)
+	}
 	if err != nil {
-		return nil, s.explain(c, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, &Error{File: s.at(c), Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
-	}
-	if fi.IsDir() {
-		return nil, &Error{File: s.at(c), Err: errors.New("is a directory, expected a file")}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &Error{File: s.at(c), Err: errors.New("is not a regular file")}
-	}
-	if s.maxFile > 0 && fi.Size() > s.maxFile {
-		return nil, &Error{File: s.at(c), Err: fmt.Errorf("file is %d bytes, over the %d-byte limit per file", fi.Size(), s.maxFile)}
-	}
-	limit := fi.Size() + 1
-	if s.maxFile > 0 {
-		limit = s.maxFile + 1
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit))
-	if err != nil {
-		return nil, &Error{File: s.at(c), Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
-	}
-	if s.maxFile > 0 && int64(len(data)) > s.maxFile {
-		return nil, &Error{File: s.at(c), Err: fmt.Errorf("file is over the %d-byte limit per file", s.maxFile)}
+		return nil, err
 	}
 	if err := s.charge(c, int64(len(data))); err != nil {
 		return nil, err
@@ -158,6 +171,74 @@ func (s *sandbox) readFile(rel string) ([]byte, error) {
 		top.mu.Unlock()
 	}
 	return data, nil
+}
+
+// readKernel opens, checks and reads c, keeping what it saw in the cache (when
+// there is one and it fits).
+func (s *sandbox) readKernel(c string) ([]byte, error) {
+	kernelReads.Add(1)
+	f, err := s.root.Open(c)
+	if err != nil {
+		s.cache.keepFile(c, cachedFile{openErr: err})
+		return nil, s.explain(c, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &Error{File: s.at(c), Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
+	}
+	if err := s.checkFile(c, fi); err != nil {
+		if !fi.Mode().IsRegular() {
+			s.cache.keepFile(c, cachedFile{fi: fi})
+		}
+		return nil, err
+	}
+	limit := fi.Size() + 1
+	if s.maxFile > 0 {
+		limit = s.maxFile + 1
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, &Error{File: s.at(c), Err: fmt.Errorf("reading file: %w", unwrapPath(err))}
+	}
+	if s.maxFile > 0 && int64(len(data)) > s.maxFile {
+		return nil, &Error{File: s.at(c), Err: fmt.Errorf("file is over the %d-byte limit per file", s.maxFile)}
+	}
+	if int64(len(data)) == fi.Size() && s.cache.fits(fi.Size()) {
+		// The caller owns what it gets: the cache keeps a copy.
+		s.cache.keepFile(c, cachedFile{fi: fi, data: bytes.Clone(data)})
+	}
+	return data, nil
+}
+
+// checkCached runs on what the cache kept of c the checks readKernel makes.
+func (s *sandbox) checkCached(c string, f cachedFile) ([]byte, error) {
+	if f.openErr != nil {
+		return nil, s.explain(c, f.openErr)
+	}
+	if err := s.checkFile(c, f.fi); err != nil {
+		return nil, err
+	}
+	if f.data == nil && f.fi.Size() > 0 {
+		return s.readKernel(c) // not kept (cannot happen: kept files have their content)
+	}
+	// Kept only whole: no longer than the file's size, checked just now.
+	return bytes.Clone(f.data), nil
+}
+
+// checkFile refuses what readFile does not read: directories, special files,
+// files over the per-file limit.
+func (s *sandbox) checkFile(c string, fi fs.FileInfo) error {
+	if fi.IsDir() {
+		return &Error{File: s.at(c), Err: errors.New("is a directory, expected a file")}
+	}
+	if !fi.Mode().IsRegular() {
+		return &Error{File: s.at(c), Err: errors.New("is not a regular file")}
+	}
+	if s.maxFile > 0 && fi.Size() > s.maxFile {
+		return &Error{File: s.at(c), Err: fmt.Errorf("file is %d bytes, over the %d-byte limit per file", fi.Size(), s.maxFile)}
+	}
+	return nil
 }
 
 // at is how errors name the file rel of this sandbox.
@@ -209,4 +290,9 @@ func (s *sandbox) output(file string, n int64) error {
 }
 
 // fsys exposes the checkout as an fs.FS for walking.
-func (s *sandbox) fsys() fs.FS { return s.root.FS() }
+func (s *sandbox) fsys() fs.FS {
+	if s.cache != nil {
+		return cachedFS{s.cache}
+	}
+	return s.root.FS()
+}

@@ -41,6 +41,10 @@ type renderCache struct {
 	// checkout root: one finder per checkout serves every target
 	// (render.InputFinder). Other roots use render.ContentKey.
 	inputs map[string]*render.InputFinder
+	// checkouts name the run's checkouts by root (render.Options.Checkout):
+	// nothing writes to them while the run renders, so the render processes
+	// keep what they read of them.
+	checkouts map[string]string
 }
 
 // maxJobOutputBytes caps the rendered manifests of one preview (all targets, base
@@ -170,6 +174,9 @@ func (c *renderCache) run(ctx context.Context, root, path string, opts render.Op
 		return render.ObjectSet{}, fmt.Errorf("rendering %s: %w", path, ctx.Err())
 	}
 	defer func() { <-renderSlots }()
+	if id, ok := c.checkouts[root]; ok {
+		opts.Checkout = id
+	}
 	return render.Render(ctx, root, path, opts)
 }
 

@@ -179,6 +179,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	defer headInputs.Close()
 	cache := newRenderCache()
 	cache.inputs = map[string]*render.InputFinder{baseDir: baseInputs, headDir: headInputs}
+	cache.checkouts = map[string]string{baseDir: render.NewCheckoutID(), headDir: render.NewCheckoutID()}
 	if req.RenderCache != nil {
 		cache.disk = req.RenderCache
 		defer req.RenderCache.Trim()
