@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
@@ -129,14 +130,20 @@ func BenchmarkDiffTargetAtBase(b *testing.B) {
 	}
 }
 
-// BenchmarkToYAML compares toYAML with the JSON round trip it replaces on a
-// normalised Deployment.
+// BenchmarkToYAML compares toYAML (appendYAML for this object) with yaml/v2's
+// Marshal and the JSON round trip it replaces on a normalised Deployment.
 func BenchmarkToYAML(b *testing.B) {
 	o := Normalize(benchTarget(b).Head.Objects[0].Obj)
 	b.Run("direct", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			_ = toYAML(o)
+		}
+	})
+	b.Run("yaml-v2", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = yamlv2.Marshal(o.Object)
 		}
 	})
 	b.Run("json-round-trip", func(b *testing.B) {
