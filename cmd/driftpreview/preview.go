@@ -29,6 +29,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		maxChars   = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
 		cpuProfile = fl.String("cpuprofile", "", "write a pprof CPU profile of this process (not its render children) to FILE")
 		memProfile = fl.String("memprofile", "", "write a pprof heap profile to FILE when the preview ends")
+		traceFile  = fl.String("trace", "", "write Go's execution trace of this process to FILE (go tool trace)")
 	)
 	pf := addPreviewFlags(fl)
 	if err := fl.Parse(args); err != nil {
@@ -50,7 +51,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return usageErr(err.Error())
 	}
-	stopProfiles, err := startProfiles(*cpuProfile, *memProfile)
+	stopProfiles, err := startProfiles(*cpuProfile, *memProfile, *traceFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftpreview preview: %v\n", err)
 		return exitError

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
 // startProfiles starts `preview --cpuprofile` and arranges `--memprofile` (either
@@ -13,7 +14,9 @@ import (
 // profile (after a GC, so in-use figures are live objects; `go tool pprof
 // -sample_index=alloc_space` shows all allocations of the run). Both profile this
 // process only: render children are separate processes (render/child.go).
-func startProfiles(cpuPath, memPath string) (stop func() error, err error) {
+// `--trace` writes Go's execution tracer output (`go tool trace FILE`), which
+// shows when each goroutine runs and so whether both cores are busy.
+func startProfiles(cpuPath, memPath, tracePath string) (stop func() error, err error) {
 	var cpu *os.File
 	if cpuPath != "" {
 		if cpu, err = os.Create(cpuPath); err != nil {
@@ -36,8 +39,30 @@ func startProfiles(cpuPath, memPath string) (stop func() error, err error) {
 		}
 		f.Close()
 	}
+	var tr *os.File
+	if tracePath != "" {
+		tr, err = os.Create(tracePath)
+		if err == nil {
+			if err = trace.Start(tr); err != nil {
+				tr.Close()
+			}
+		}
+		if err != nil {
+			if cpu != nil {
+				pprof.StopCPUProfile()
+				cpu.Close()
+			}
+			return nil, fmt.Errorf("--trace: %w", err)
+		}
+	}
 	return func() error {
 		var errs []error
+		if tr != nil {
+			trace.Stop()
+			if err := tr.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("--trace %s: %w", tracePath, err))
+			}
+		}
 		if cpu != nil {
 			pprof.StopCPUProfile()
 			if err := cpu.Close(); err != nil {

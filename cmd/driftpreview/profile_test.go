@@ -12,8 +12,8 @@ import (
 )
 
 // TestRunPreviewProfiles: --cpuprofile and --memprofile write pprof profiles
-// (gzip-compressed protobuf), and an unwritable path is a usage error before any
-// work is done.
+// (gzip-compressed protobuf), --trace an execution trace, and an unwritable path
+// is a usage error before any work is done.
 func TestRunPreviewProfiles(t *testing.T) {
 	repo := scenarioRepo(t, "04-pvc-data-loss")
 	dir := t.TempDir()
@@ -37,6 +37,22 @@ func TestRunPreviewProfiles(t *testing.T) {
 		if err != nil || len(b) == 0 {
 			t.Errorf("%s: %d bytes, %v", p, len(b), err)
 		}
+	}
+	stdout.Reset()
+	stderr.Reset()
+	tr := filepath.Join(dir, "run.trace")
+	args = []string{"preview", "--repo", repo, "--base", "base", "--head", "head", "--live-mode", "off", "--trace", tr}
+	if code := run(context.Background(), args, &stdout, &stderr); code != exitFailing {
+		t.Fatalf("--trace: exit %d: %s", code, stderr.String())
+	}
+	if b, err := os.ReadFile(tr); err != nil || !bytes.HasPrefix(b, []byte("go 1.")) || len(b) < 1024 {
+		t.Errorf("--trace %s is no execution trace: %d bytes, %v", tr, len(b), err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	args = []string{"preview", "--repo", repo, "--base", "base", "--head", "head", "--live-mode", "off", "--trace", filepath.Join(dir, "missing", "run.trace")}
+	if code := run(context.Background(), args, &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "--trace") || stdout.Len() != 0 {
+		t.Errorf("unwritable --trace: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 	stdout.Reset()
 	stderr.Reset()
