@@ -49,6 +49,14 @@ func TestReuseSameAsFreshRead(t *testing.T) {
 // TestReuseOnlySameApply: a prediction is taken from the earlier read only when
 // head, base and live object are the same as then; otherwise it is simulated.
 func TestReuseOnlySameApply(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own-lists", true: "shared-lists"}[shared], func(t *testing.T) {
+			testReuseOnlySameApply(t, shared)
+		})
+	}
+}
+
+func testReuseOnlySameApply(t *testing.T, shared bool) {
 	ctx := t.Context()
 	ns := cluster.Namespace(t)
 	for _, n := range []string{"same", "head-differs", "base-differs", "live-differs"} {
@@ -59,7 +67,14 @@ func TestReuseOnlySameApply(t *testing.T) {
 	}
 	baseSet := set(cm("same", "info"), cm("head-differs", "info"), cm("base-differs", "info"), cm("live-differs", "info"))
 	headSet := set(cm("same", "info"), cm("head-differs", "info"), cm("base-differs", "info"), cm("live-differs", "info"))
-	r := reader(t, nil) // no shared LISTs: the second read sees the edit below
+	// The second read sees the edit below: a Reader without shared LISTs reads
+	// the cluster again, and so does another Reader with shared LISTs, whose
+	// copies of the live objects are of other LIST items than the first's.
+	r, r2 := reader(t, nil), reader(t, nil)
+	if shared {
+		r.ShareLists()
+		r2.ShareLists()
+	}
 	first := mustRead(t, r, baseSet, headSet, opts(ns))
 	marked := &diffing.LiveState{Mode: first.Mode, Cluster: first.Cluster, Objects: first.Objects, Predictions: map[render.ObjectKey]diffing.Prediction{}}
 	for k, p := range first.Predictions {
@@ -73,7 +88,7 @@ func TestReuseOnlySameApply(t *testing.T) {
 	})
 	o := opts(ns)
 	o.Reuse = &live.Reuse{Base: prevBase, Head: prevHead, State: marked}
-	got := mustRead(t, r, baseSet, headSet, o)
+	got := mustRead(t, r2, baseSet, headSet, o)
 	reused := map[string]bool{}
 	for k, p := range got.Predictions {
 		reused[k.Name] = p.Note != ""
