@@ -108,6 +108,9 @@ type InputFinder struct {
 	root    *os.Root
 	err     error // the checkout could not be opened: every target's inputs are unknown
 
+	// git, when set, keys targets by git's blob ids (NewInputFinderTree).
+	git *gitIndex
+
 	// unshared, for tests, makes the finder look every path up again, each
 	// through os.Root as a walk of one target on its own did.
 	unshared bool
@@ -710,7 +713,9 @@ func ContentKey(root, target string, opts Options) (key string, ok bool) {
 }
 
 // ContentKey is ContentKey(root, target, opts) for the finder's root, with the
-// inputs the finder found (Find).
+// inputs the finder found (Find). A finder made by NewInputFinderTree names
+// the inputs by their blob ids instead of reading them, when the tree lists
+// them all.
 func (f *InputFinder) ContentKey(target string, opts Options) (key string, ok bool) {
 	in := f.Find(target, opts)
 	if in.Unknown != "" || in.Remote || f.root == nil {
@@ -720,6 +725,11 @@ func (f *InputFinder) ContentKey(target string, opts Options) (key string, ok bo
 	o, err := json.Marshal(withDefaults(opts))
 	if err != nil {
 		return "", false
+	}
+	if f.git != nil {
+		if key, ok := f.git.gitKey(target, o, in); ok {
+			return key, true
+		}
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "build %s\ntarget %q\noptions %s\n", buildID(), target, o)

@@ -80,7 +80,12 @@ var exeID = sync.OnceValue(func() string {
 // Dir is the cache's directory.
 func (d *DiskCache) Dir() string { return d.store.Dir() }
 
-func (d *DiskCache) key(ckey string) string { return remote.Key("render", ckey, d.exe) }
+// diskKeyVersion names how content keys are made, part of every key: v2 since
+// they come from git's blob ids where they can (render.NewInputFinderTree),
+// so no entry of the earlier keys is taken for one of these.
+const diskKeyVersion = "render-v2"
+
+func (d *DiskCache) key(ckey string) string { return remote.Key(diskKeyVersion, ckey, d.exe) }
 
 // maxDiskEntryBytes bounds what is read of one entry: a render over the output
 // limit per preview is never stored, so a larger file is not one of ours.

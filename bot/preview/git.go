@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,13 +111,14 @@ func (r repo) checkoutBoth(ctx context.Context, base, head, parent string) (chec
 		return co, err
 	}
 	co.tmp, co.baseDir, co.headDir = tmp, filepath.Join(tmp, "base"), filepath.Join(tmp, "head")
+	trees := [2]*tree{&co.baseTree, &co.headTree}
 	for i, c := range [2][2]string{{base, co.baseDir}, {head, co.headDir}} {
 		wg.Go(func() {
 			if err := os.Mkdir(c[1], 0o700); err != nil {
 				errs[i] = fmt.Errorf("creating work dir: %w", err)
 				return
 			}
-			if err := r.write(ctx, c[0], c[1]); err != nil {
+			if err := r.write(ctx, c[0], c[1], trees[i]); err != nil {
 				errs[i] = fmt.Errorf("checking out %s: %w", short(c[0]), err)
 			}
 		})
@@ -147,30 +149,91 @@ func (r repo) checkout(ctx context.Context, sha, dir string) error {
 	if _, err := r.checkTreeSize(ctx, sha); err != nil {
 		return fmt.Errorf("checking out %s: %w", short(sha), err)
 	}
-	if err := r.write(ctx, sha, dir); err != nil {
+	if err := r.write(ctx, sha, dir, nil); err != nil {
 		return fmt.Errorf("checking out %s: %w", short(sha), err)
 	}
 	return nil
 }
 
 // write writes the tree of commit sha into dir (which must exist and be empty)
-// through a throwaway index, without sizing it first.
-func (r repo) write(ctx context.Context, sha, dir string) error {
+// through a throwaway index, without sizing it first. With t (the tree's
+// listing; nil for none) it leaves in t.entries only the paths written as
+// their blob's bytes (unconverted), or sets t.entries to nil.
+func (r repo) write(ctx context.Context, sha, dir string, t *tree) error {
 	index := filepath.Join(dir, ".driftpreview-index")
 	env := []string{"GIT_INDEX_FILE=" + index}
 	if _, err := r.git(ctx, env, "read-tree", sha); err != nil {
 		return err
 	}
-	if _, err := r.git(ctx, env, "--work-tree="+dir, "checkout-index", "--all", "--force"); err != nil {
+	var wg sync.WaitGroup
+	if t != nil && t.entries != nil {
+		// Both only read the index.
+		wg.Go(func() { t.entries = r.unconverted(ctx, env, t.entries) })
+	}
+	_, err := r.git(ctx, env, "--work-tree="+dir, "checkout-index", "--all", "--force")
+	wg.Wait()
+	if err != nil {
 		return err
 	}
 	return os.Remove(index)
 }
 
+// convertAttrs are the attributes under which git's checkout writes a file
+// other than as its blob's bytes: end-of-line conversion (text, eol, crlf),
+// clean/smudge filters (Git LFS among them), $Id$ expansion, re-encoding
+// (gitattributes(5), "Effects": checking out).
+var convertAttrs = []string{"text", "eol", "crlf", "filter", "ident", "working-tree-encoding"}
+
+// unconverted clears the ID of the entries git does not check out as their
+// blob's bytes, so that a render keyed by blob id (render.NewInputFinderTree)
+// is keyed by what is on disk: nil when core.autocrlf converts every text
+// file or the attributes could not be read, else the IDs of those with any
+// of convertAttrs set are cleared
+// (`git check-attr --cached` reads the .gitattributes of the index env names,
+// $GIT_DIR/info/attributes and the global and system files, as the checkout
+// does). Keyed by reading instead, a cleared path costs time, never a wrong
+// render.
+func (r repo) unconverted(ctx context.Context, env []string, entries render.GitTree) render.GitTree {
+	if out, err := r.git(ctx, env, "config", "--get", "core.autocrlf"); err == nil {
+		switch strings.ToLower(strings.TrimSpace(string(out))) {
+		case "false", "no", "off", "0", "input", "":
+		default:
+			return nil
+		}
+	}
+	var in strings.Builder
+	for p := range entries {
+		in.WriteString(p + "\x00")
+	}
+	out, err := r.gitStdinEnv(ctx, env, in.String(), append([]string{"check-attr", "--cached", "--stdin", "-z"}, convertAttrs...)...)
+	if err != nil {
+		return nil
+	}
+	// "<path>\0<attribute>\0<value>\0" for each path and attribute.
+	f := strings.Split(string(out), "\x00")
+	if len(f)%3 != 1 || len(f)/3 != len(entries)*len(convertAttrs) {
+		return nil
+	}
+	kept := maps.Clone(entries)
+	for i := 0; i+2 < len(f); i += 3 {
+		if _, ok := entries[f[i]]; !ok {
+			return nil
+		}
+		if f[i+2] != "unspecified" {
+			kept[f[i]] = render.GitFile{Mode: kept[f[i]].Mode}
+		}
+	}
+	return kept
+}
+
 // tree is what git lists of one commit's tree: how many files and bytes it
-// checks out to.
+// checks out to, and each path's mode and blob id.
 type tree struct {
 	files, bytes int64
+	// entries are the tree's files, symlinks and submodules; after the
+	// checkout (write), those git did not write as their blob's bytes have
+	// no ID (see unconverted); nil when that could not be told.
+	entries render.GitTree
 }
 
 // need is about what the tree takes on a tmpfs: its bytes, each file rounded
@@ -201,14 +264,19 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) (tree, error) {
 	}
 	var files int64
 	blobs := map[string]int64{} // object → how many paths hold it
+	entries := render.GitTree{}
 	br := bufio.NewReaderSize(out, 64<<10)
 	for files <= maxCheckoutFiles {
 		// "<mode> <type> <object>\t<path>\0"; submodules are "commit".
 		rec, err := br.ReadBytes(0)
-		if meta, _, ok := strings.Cut(string(rec), "\t"); ok {
-			if f := strings.Fields(meta); len(f) == 3 && f[1] == "blob" {
+		if meta, path, ok := strings.Cut(string(rec), "\t"); ok {
+			f := strings.Fields(meta)
+			if len(f) == 3 && f[1] == "blob" {
 				files++
 				blobs[f[2]]++
+			}
+			if len(f) == 3 && err == nil {
+				entries[strings.TrimSuffix(path, "\x00")] = render.GitFile{Mode: f[0], ID: f[2]}
 			}
 		}
 		if err != nil {
@@ -241,13 +309,18 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) (tree, error) {
 	if total > maxCheckoutBytes {
 		return tree{}, fmt.Errorf("the commit's files add up to %d MiB, over the %d MiB limit per checkout; driftpreview does not check out trees that large (look for big or repeated files the PR adds)", total>>20, maxCheckoutBytes>>20)
 	}
-	return tree{files: files, bytes: total}, nil
+	return tree{files: files, bytes: total, entries: entries}, nil
 }
 
 // gitStdin runs a git command with stdin.
 func (r repo) gitStdin(ctx context.Context, stdin string, args ...string) ([]byte, error) {
+	return r.gitStdinEnv(ctx, nil, stdin, args...)
+}
+
+// gitStdinEnv runs a git command with stdin and extraEnv.
+func (r repo) gitStdinEnv(ctx context.Context, extraEnv []string, stdin string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", r.dir}, args...)...)
-	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), r.env...)
+	cmd.Env = append(append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), append(r.env, extraEnv...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -174,7 +174,8 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	}
 	// One input finder per checkout serves every target (notAffectedBy and the
 	// content keys of renders); closed before the checkouts are removed.
-	baseInputs, headInputs := render.NewInputFinder(baseDir), render.NewInputFinder(headDir)
+	// Content keys come from git's blob ids where the checkout is the blobs.
+	baseInputs, headInputs := render.NewInputFinderTree(baseDir, co.baseTree.entries), render.NewInputFinderTree(headDir, co.headTree.entries)
 	defer baseInputs.Close()
 	defer headInputs.Close()
 	cache := newRenderCache()
