@@ -99,10 +99,16 @@ func TestContentKeyFromBlobIDs(t *testing.T) {
 	}{
 		{"same", variant(func(fstest.MapFS) {}), [2]bool{false, false}},
 		{"unrelated", variant(func(m fstest.MapFS) { m["other/unrelated.yaml"] = f("a: 2\n") }), [2]bool{false, false}},
-		{"overlay-file", variant(func(m fstest.MapFS) { m["apps/a/cm.yaml"] = f("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a2}\n") }), [2]bool{true, false}},
-		{"base-file", variant(func(m fstest.MapFS) { m["base/deploy.yaml"] = f("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b2}\n") }), [2]bool{true, false}},
+		{"overlay-file", variant(func(m fstest.MapFS) {
+			m["apps/a/cm.yaml"] = f("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a2}\n")
+		}), [2]bool{true, false}},
+		{"base-file", variant(func(m fstest.MapFS) {
+			m["base/deploy.yaml"] = f("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b2}\n")
+		}), [2]bool{true, false}},
 		{"second-kustomization", variant(func(m fstest.MapFS) { m["base/kustomization.yml"] = f("resources: []\n") }), [2]bool{true, false}},
-		{"chart-file-added", variant(func(m fstest.MapFS) { m["charts/c/templates/y.yaml"] = f("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\n") }), [2]bool{false, true}},
+		{"chart-file-added", variant(func(m fstest.MapFS) {
+			m["charts/c/templates/y.yaml"] = f("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\n")
+		}), [2]bool{false, true}},
 		{"chart-value", variant(func(m fstest.MapFS) { m["charts/c/values.yaml"] = f("x: 2\n") }), [2]bool{false, true}},
 		{"chart-mode", variant(func(m fstest.MapFS) { m["charts/c/values.yaml"] = &fstest.MapFile{Data: []byte("x: 1\n"), Mode: 0o755} }), [2]bool{false, true}},
 	}
