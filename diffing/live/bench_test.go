@@ -142,3 +142,53 @@ func BenchmarkList(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCanonical compares what a changed Deployment's prediction costs in
+// canonical form: canonical on the field manager's answer (as large as the live
+// object: defaults, status, managed fields), which simulate skips when head is
+// canonical, and isCanonical on head, which decides that.
+//
+//	go test ./diffing/live -run '^$' -bench Canonical
+func BenchmarkCanonical(b *testing.B) {
+	ctx := context.Background()
+	ns := cluster.Namespace(b)
+	head := testcluster.FromYAML(b, `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: `+ns+`, labels: {app: web, tier: backend}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}, annotations: {checksum/config: abc}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        ports: [{containerPort: 80, name: http}, {containerPort: 9090, name: metrics}]
+        env: [{name: A, value: "1"}, {name: B, value: "2"}, {name: C, value: "3"}]
+        resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {cpu: "1", memory: 512Mi}}
+        readinessProbe: {httpGet: {path: /healthz, port: http}, periodSeconds: 5}
+        volumeMounts: [{name: config, mountPath: /etc/web}]
+      volumes: [{name: config, configMap: {name: web}}]
+`)
+	merged := cluster.ApplyAs(ctx, b, head, "kustomize-controller")
+	if !live.IsCanonical(head) {
+		b.Fatal("head is not canonical")
+	}
+	b.Run("canonical-merged", func(b *testing.B) {
+		for b.Loop() {
+			live.Canonical(merged.DeepCopy())
+		}
+	})
+	b.Run("deepcopy-merged", func(b *testing.B) {
+		for b.Loop() {
+			merged.DeepCopy()
+		}
+	})
+	b.Run("is-canonical-head", func(b *testing.B) {
+		for b.Loop() {
+			live.IsCanonical(head)
+		}
+	})
+}

@@ -58,3 +58,7 @@ func FieldSets(fields map[string]any) (direct *fieldpath.Set, ok bool, viaJSON *
 // DecodeSchemas returns components.schemas of an OpenAPI v3 document as Read
 // decodes them.
 func DecodeSchemas(raw []byte) (*map[string]*spec.Schema, error) { return decodeSchemas(raw) }
+
+// Canonical and IsCanonical are simulate's canonical and isCanonical.
+func Canonical(obj *unstructured.Unstructured) *unstructured.Unstructured { return canonical(obj) }
+func IsCanonical(obj *unstructured.Unstructured) bool                     { return isCanonical(obj) }
