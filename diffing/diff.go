@@ -233,7 +233,15 @@ func (d *differ) computeChanges() {
 		if h != nil {
 			ho, c.Source = h.Obj, h.Source
 		}
-		diff, hidden, changed := d.objectDiff(k, bo, ho, secretValues(bo), secretValues(ho))
+		var diff string
+		var hidden int
+		var changed bool
+		if bo == nil || bo != ho {
+			// One object at both sides (the base diffed as the head, as
+			// markPreExisting does) is unchanged, with nothing ignored to
+			// count: learnt without normalising it twice.
+			diff, hidden, changed = d.objectDiff(k, bo, ho, secretValues(bo), secretValues(ho))
+		}
 		switch {
 		case b == nil:
 			c.Action = ActionCreated
