@@ -74,6 +74,30 @@ func (g *gitIndex) index() {
 	})
 }
 
+// kind is what is at rel in a checkout of the tree, seen without following a
+// symlink; ok is false for a submodule (what git leaves there is not the
+// tree's to tell).
+func (g *gitIndex) kind(rel string) (k pathKind, ok bool) {
+	g.index()
+	if rel == "" || rel == "." {
+		return kindDir, true
+	}
+	e, listed := g.tree[rel]
+	switch {
+	case listed && e.Mode == "120000":
+		return kindSymlink, true
+	case listed && e.Mode == "160000":
+		return 0, false
+	case listed:
+		return kindFile, true
+	case g.dirs[rel]:
+		return kindDir, true
+	case g.under(rel):
+		return 0, false
+	}
+	return kindMissing, true
+}
+
 // under reports whether a parent of p is in the tree as a file, a symlink or
 // a submodule: what is at p then is not the tree's to tell.
 func (g *gitIndex) under(p string) bool {

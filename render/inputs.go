@@ -217,6 +217,12 @@ func (f *InputFinder) lstat(rel string) pathKind {
 }
 
 func (f *InputFinder) lstatOnce(rel string) pathKind {
+	if f.git != nil && !f.unshared {
+		// The checkout is the tree: its paths' kinds without a system call.
+		if k, ok := f.git.kind(rel); ok {
+			return k
+		}
+	}
 	var fi fs.FileInfo
 	var err error
 	if f.unshared {

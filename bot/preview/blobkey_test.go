@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"testing/fstest"
 
@@ -62,6 +63,7 @@ func keysOf(t *testing.T, dir, base, head string) (baseKeys, headKeys, readKeys 
 	}{{co.baseDir, co.baseTree.entries, &baseKeys[0]}, {co.headDir, co.headTree.entries, &headKeys[0]}} {
 		f, plain := render.NewInputFinderTree(side.dir, side.tree), render.NewInputFinder(side.dir)
 		for _, tg := range blobKeyTargets {
+			sameInputs(t, f, plain, tg.path, tg.opts)
 			k, ok := f.ContentKey(tg.path, tg.opts)
 			rk, rok := plain.ContentKey(tg.path, tg.opts)
 			if !ok || !rok {
@@ -206,12 +208,29 @@ func TestContentKeyBlobIDsFallBack(t *testing.T) {
 	if e := co.baseTree.entries["charts/c/templates/link.yaml"]; e.Mode != "120000" {
 		t.Fatalf("the symlink is listed as %+v", e)
 	}
-	f2 := render.NewInputFinderTree(co.baseDir, co.baseTree.entries)
+	f2, plain2 := render.NewInputFinderTree(co.baseDir, co.baseTree.entries), render.NewInputFinder(co.baseDir)
 	defer f2.Close()
+	defer plain2.Close()
+	for _, tg := range blobKeyTargets {
+		sameInputs(t, f2, plain2, tg.path, tg.opts)
+	}
+	for _, p := range []string{"charts/c/templates/link.yaml", "charts/c/templates/link.yaml/x", "nosuch", "apps/a/cm.yaml/x"} {
+		sameInputs(t, f2, plain2, p, render.Options{})
+	}
 	if k, ok := f2.ContentKey(tc.path, tc.opts); ok {
 		t.Errorf("a chart holding a symlink has key %q", k)
 	}
 	if k, ok := f2.ContentKey(tg.path, tg.opts); !ok || k == "" {
 		t.Error("the overlay beside it has no key")
+	}
+}
+
+// sameInputs checks that a finder that looks paths up in git's tree finds the
+// inputs one that asks the file system finds.
+func sameInputs(t *testing.T, tree, plain *render.InputFinder, target string, opts render.Options) {
+	t.Helper()
+	got, want := tree.Find(target, opts), plain.Find(target, opts)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: inputs from the tree %+v, from the file system %+v", target, got, want)
 	}
 }
