@@ -175,9 +175,18 @@ func (s *sandbox) readFile(rel string) ([]byte, error) {
 
 // readKernel opens, checks and reads c, keeping what it saw in the cache (when
 // there is one and it fits).
-func (s *sandbox) readKernel(c string) ([]byte, error) {
+func (s *sandbox) readKernel(c string) (_ []byte, err error) {
 	kernelReads.Add(1)
-	f, err := s.root.Open(c)
+	var f *os.File
+	if s.cache != nil {
+		f = s.cache.openInDir(c)
+	}
+	if f == nil {
+		if s.cache != nil {
+			rootWalks.Add(1)
+		}
+		f, err = s.root.Open(c)
+	}
 	if err != nil {
 		s.cache.keepFile(c, cachedFile{openErr: err})
 		return nil, s.explain(c, err)

@@ -3,9 +3,12 @@ package render
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -67,8 +70,10 @@ func checkoutCacheBytes(maxMemory int64) int64 {
 	return min(maxCheckoutCacheBytes, maxMemory/32)
 }
 
-// kernelReads counts the files readFile opened from the kernel, for tests.
-var kernelReads atomic.Int64
+// kernelReads counts the files readFile opened from the kernel, and rootWalks
+// the lookups a cache asked of the checkout's root (a walk of every path
+// component), for tests.
+var kernelReads, rootWalks atomic.Int64
 
 // treeCache is what a process keeps of one checkout: its root, kept open
 // across renders, and the answers the kernel gave about its paths.
@@ -87,7 +92,14 @@ type treeCache struct {
 	fstats map[string]cachedStat // the fs.FS's Stat (which checks the name first)
 	dirs   map[string]cachedDir  // the fs.FS's ReadDir
 	files  map[string]cachedFile // sandbox.readFile's open, stat and read
+	// subs are directories of the checkout opened as roots of their own
+	// (nil: could not be), so a lookup of a file in one is one system call
+	// instead of one per path component (see inDir).
+	subs map[string]*os.Root
 }
+
+// maxSubRoots bounds the directories a checkout's cache holds open.
+const maxSubRoots = 256
 
 type cachedStat struct {
 	fi  fs.FileInfo
@@ -138,7 +150,7 @@ func openCached(id, path string, maxMemory int64) (*treeCache, error) {
 	}
 	c := &treeCache{id: id, path: path, root: r, fsys: r.FS(), max: checkoutCacheBytes(maxMemory),
 		stats: map[string]cachedStat{}, lstats: map[string]cachedStat{}, fstats: map[string]cachedStat{},
-		dirs: map[string]cachedDir{}, files: map[string]cachedFile{}}
+		dirs: map[string]cachedDir{}, files: map[string]cachedFile{}, subs: map[string]*os.Root{}}
 	// Another checkout arrives: drop those whose directory is gone, then the
 	// least recently used past the bound.
 	checkouts.list = slices.DeleteFunc(checkouts.list, func(o *treeCache) bool {
@@ -211,8 +223,22 @@ func (c *treeCache) release() {
 	closeNow := c.gone && c.users == 0
 	c.mu.Unlock()
 	if closeNow {
-		_ = c.root.Close()
+		c.close()
 	}
+}
+
+// close closes c's root and the directories it holds open.
+func (c *treeCache) close() {
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = nil
+	c.mu.Unlock()
+	for _, r := range subs {
+		if r != nil {
+			_ = r.Close()
+		}
+	}
+	_ = c.root.Close()
 }
 
 // drop takes c out of use: its root is closed once no sandbox uses it.
@@ -224,7 +250,7 @@ func (c *treeCache) drop() {
 	c.size = 0
 	c.mu.Unlock()
 	if closeNow {
-		_ = c.root.Close()
+		c.close()
 	}
 }
 
@@ -269,6 +295,11 @@ func noCost[T any](T) int64 { return 0 }
 
 func (c *treeCache) stat(name string) (fs.FileInfo, error) {
 	r := remember(c, func(c *treeCache) map[string]cachedStat { return c.stats }, name, noCost, func() cachedStat {
+		// Stat and Lstat agree on what is not a symlink.
+		if r, ok := c.inDir(name); ok && (r.err != nil || r.fi.Mode()&fs.ModeSymlink == 0) {
+			return r
+		}
+		rootWalks.Add(1)
 		fi, err := c.root.Stat(name)
 		return cachedStat{fi, err}
 	})
@@ -277,10 +308,97 @@ func (c *treeCache) stat(name string) (fs.FileInfo, error) {
 
 func (c *treeCache) lstat(name string) (fs.FileInfo, error) {
 	r := remember(c, func(c *treeCache) map[string]cachedStat { return c.lstats }, name, noCost, func() cachedStat {
+		if r, ok := c.inDir(name); ok {
+			return r
+		}
+		rootWalks.Add(1)
 		fi, err := c.root.Lstat(name)
 		return cachedStat{fi, err}
 	})
 	return r.fi, r.err
+}
+
+// inDir lstats name in its directory opened as a root of its own: one system
+// call once the directory is open, where os.Root opens every directory along
+// the path again for each lookup. The directory was opened through the
+// checkout's root, so it is inside the checkout, and a lookup in it cannot
+// leave it. A file that is missing (or another error of the last component)
+// is the error os.Root gives, which names the whole path:
+// &PathError{Op: "statat", Path: name} for Stat and Lstat alike (os/root_unix.go
+// rootStat). ok is false when this way cannot answer as os.Root would: a name
+// that is not a clean path below the root, a directory that could not be
+// opened so, another kind of error. Callers then ask the checkout's root.
+func (c *treeCache) inDir(name string) (cachedStat, bool) {
+	dir, base := path.Split(name)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" || base == "" || path.Clean(name) != name || name == ".." || strings.HasPrefix(name, "../") || path.IsAbs(name) {
+		return cachedStat{}, false
+	}
+	sub := c.sub(dir)
+	if sub == nil {
+		return cachedStat{}, false
+	}
+	fi, err := sub.Lstat(base)
+	if err != nil {
+		pe, ok := errors.AsType[*fs.PathError](err)
+		if !ok || pe.Op != "statat" || pe.Path != base {
+			return cachedStat{}, false
+		}
+		if errno, ok := pe.Err.(syscall.Errno); !ok || errno != syscall.ENOENT {
+			return cachedStat{}, false
+		}
+		return cachedStat{err: &fs.PathError{Op: pe.Op, Path: name, Err: pe.Err}}, true
+	}
+	return cachedStat{fi: fi}, true
+}
+
+// openInDir opens name, a regular file (lstat said so), in its directory
+// opened as a root of its own (see inDir); nil when that cannot be done.
+func (c *treeCache) openInDir(name string) *os.File {
+	fi, err := c.lstat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	dir, base := path.Split(name)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		return nil
+	}
+	sub := c.sub(dir)
+	if sub == nil {
+		return nil
+	}
+	f, err := sub.Open(base)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// sub is dir opened as a root of its own, through the checkout's root (which
+// follows symlinks within the checkout, as for any lookup), or nil.
+func (c *treeCache) sub(dir string) *os.Root {
+	c.mu.Lock()
+	r, ok := c.subs[dir]
+	full := c.subs == nil || len(c.subs) >= maxSubRoots
+	c.mu.Unlock()
+	if ok || full {
+		return r
+	}
+	r, err := c.root.OpenRoot(dir)
+	if err != nil {
+		r = nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.subs[dir]; ok || c.subs == nil {
+		if r != nil {
+			_ = r.Close()
+		}
+		return prev
+	}
+	c.subs[dir] = r
+	return r
 }
 
 // file returns what opening name said, if c (which may be nil) has it.

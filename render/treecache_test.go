@@ -144,6 +144,8 @@ func TestCheckoutCacheKeepsTheChecks(t *testing.T) {
 		"linkout/kustomization.yaml": kustHeader + "resources:\n  - out.yaml\n",
 		"dirlink/kustomization.yaml": kustHeader + "resources:\n  - sub\n",
 		"inner/kustomization.yaml":   kustHeader + "resources:\n  - ../big/cm.yaml\n  - in.yaml\n",
+		"viadir/kustomization.yaml":  kustHeader + "resources:\n  - ../dl\n",
+		"nodir/kustomization.yaml":   kustHeader + "resources:\n  - ../absent/dir/x.yaml\n",
 		"isdir/kustomization.yaml":   kustHeader + "resources:\n  - cm.yaml\n",
 		"isdir/cm.yaml/x":            "",
 		"plain/cm.yaml":              cm,
@@ -156,6 +158,7 @@ func TestCheckoutCacheKeepsTheChecks(t *testing.T) {
 	symlink("../../outside.yaml", "linkout/out.yaml")(t, root)
 	symlink("../..", "dirlink/sub")(t, root)
 	symlink("../big/cm.yaml", "inner/in.yaml")(t, root)
+	symlink("big", "dl")(t, root)
 	render.DropCheckouts()
 	t.Cleanup(render.DropCheckouts)
 	type answer struct {
@@ -176,6 +179,9 @@ func TestCheckoutCacheKeepsTheChecks(t *testing.T) {
 		{"dirlink", nil},
 		{"inner", nil},
 		{"inner", func(o *render.Options) { o.MaxFileBytes = 500 }},
+		{"viadir", nil},
+		{"viadir", func(o *render.Options) { o.MaxFileBytes = 500 }},
+		{"nodir", nil},
 		{"isdir", nil},
 		{"plain", nil},
 		{"plain", func(o *render.Options) { o.MaxFileBytes = 500 }},
@@ -230,12 +236,15 @@ func TestCheckoutCacheKeepsTheChecks(t *testing.T) {
 	if !strings.Contains(want[3].err, "more than 1500 bytes") {
 		t.Errorf("total: %q, want the per-target limit", want[3].err)
 	}
+	if want[10].err != "" || len(want[10].set.Objects) != 1 {
+		t.Errorf("viadir: %q, want the file through the directory symlink", want[11].err)
+	}
 	if !strings.Contains(want[6].err, "symlink") {
 		t.Errorf("linkout: %q, want the symlink named", want[6].err)
 	}
 	// The files over the lower limit are the only ones read again.
-	if n := render.KernelReads() - warmBefore; n > 4 {
-		t.Errorf("from the cache: %d files read from the file system, want at most the 4 refused over a limit", n)
+	if n := render.KernelReads() - warmBefore; n > 5 {
+		t.Errorf("from the cache: %d files read from the file system, want at most the 5 refused over a limit", n)
 	}
 }
 
