@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/driftpreview/driftpreview/bot/config"
@@ -688,6 +689,10 @@ func newReader(cfg *rest.Config) (*live.Reader, error) {
 	return r, nil
 }
 
+// preparedGroups are the GroupVersions whose schemas prefetchDiscovery builds
+// ahead: nearly every target has ConfigMaps, Services or Deployments.
+var preparedGroups = []schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}}
+
 // prefetchDiscovery starts reading the discovery of every cluster the run may
 // compare with (live mode on, credentials given), while the checkouts are
 // made, into a reader per cluster configuration that the pipeline's first
@@ -695,7 +700,8 @@ func newReader(cfg *rest.Config) (*live.Reader, error) {
 // target that uses the reader, where and as its own Scope would have reported
 // it (warmReader.scope); live.Reader keeps only a successful discovery, so
 // later targets ask again, as before. stop cancels what is still running and
-// waits for it.
+// waits for it. Once discovery is read, the type converters of preparedGroups
+// are built too (live.Reader.PrepareSchemas, which keeps nothing on an error).
 func prefetchDiscovery(ctx context.Context, req Request) (warm map[*rest.Config]*warmReader, stop func()) {
 	var cls []Cluster
 	if req.DefaultCluster != nil {
@@ -718,8 +724,14 @@ func prefetchDiscovery(ctx context.Context, req Request) (warm map[*rest.Config]
 		w := &warmReader{r: r, done: make(chan struct{})}
 		warm[c.Config] = w
 		wg.Go(func() {
-			defer close(w.done)
 			_, w.err = r.Scope(ctx)
+			close(w.done)
+			if w.err == nil {
+				// Then the schemas of the core and apps groups, which nearly
+				// every target's simulation needs first; the first target
+				// would otherwise build them with the render slots waiting.
+				r.PrepareSchemas(ctx, preparedGroups...)
+			}
 		})
 	}
 	return warm, func() {

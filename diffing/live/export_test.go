@@ -62,3 +62,16 @@ func DecodeSchemas(raw []byte) (*map[string]*spec.Schema, error) { return decode
 // Canonical and IsCanonical are simulate's canonical and isCanonical.
 func Canonical(obj *unstructured.Unstructured) *unstructured.Unstructured { return canonical(obj) }
 func IsCanonical(obj *unstructured.Unstructured) bool                     { return isCanonical(obj) }
+
+// PreparedSchemas returns the GroupVersions whose converters r keeps, with
+// whether each was built without an error.
+func PreparedSchemas(r *Reader) map[schema.GroupVersion]bool {
+	s := r.getSchemas()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	got := map[schema.GroupVersion]bool{}
+	for gv, res := range s.converters {
+		got[gv] = res.err == nil
+	}
+	return got
+}

@@ -102,6 +102,39 @@ func (s *schemaCache) fieldManager(ctx context.Context, gvk schema.GroupVersionK
 	return a, nil
 }
 
+// PrepareSchemas builds the type converters of gvs from the cluster's OpenAPI v3
+// documents before their first use: a preview starts it while it checks the
+// pull request out, so the first simulation does not wait ~0.3 s for the
+// documents of the core and apps groups with both cores otherwise idle. It
+// keeps only what it built: any error (a cancelled ctx included) leaves the
+// cache as it was, for the first real use to meet and report in its place.
+func (r *Reader) PrepareSchemas(ctx context.Context, gvs ...schema.GroupVersion) {
+	s := r.getSchemas()
+	for _, gv := range gvs {
+		if ctx.Err() != nil {
+			return
+		}
+		s.prepare(ctx, gv)
+	}
+}
+
+// prepare builds and keeps gv's converter unless one is kept already; on an
+// error nothing is kept, not even the OpenAPI index read on the way.
+func (s *schemaCache) prepare(ctx context.Context, gv schema.GroupVersion) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.converters[gv]; ok {
+		return
+	}
+	paths, pathsErr, pathsAt := s.paths, s.pathsErr, s.pathsAt
+	tc, err := s.openAPIConverter(ctx, gv)
+	if err != nil {
+		s.paths, s.pathsErr, s.pathsAt = paths, pathsErr, pathsAt
+		return
+	}
+	s.converters[gv] = converterResult{tc: tc, at: time.Now()}
+}
+
 // converter returns a type converter that knows gvk: from the cluster's OpenAPI v3
 // document for its GroupVersion, else client-go's built-in schemas. s.mu is held.
 func (s *schemaCache) converter(ctx context.Context, gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {

@@ -1,0 +1,133 @@
+package live_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/diffing/live"
+	"github.com/driftpreview/driftpreview/fixtures/cluster/testcluster"
+)
+
+var (
+	coreV1   = schema.GroupVersion{Version: "v1"}
+	appsV1   = schema.GroupVersion{Group: "apps", Version: "v1"}
+	widgetV1 = schema.GroupVersion{Group: "live.example.com", Version: "v1"}
+)
+
+// openAPIGets counts the OpenAPI v3 requests a client sends and can cancel a
+// context on the first of them.
+type openAPIGets struct {
+	mu       sync.Mutex
+	n        int
+	cancelAt int    // the OpenAPI request (1 is the first) before which cancel is called
+	cancel   func() // nil: never
+	next     http.RoundTripper
+}
+
+func (o *openAPIGets) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasPrefix(req.URL.Path, "/openapi/v3") {
+		o.mu.Lock()
+		o.n++
+		var cancel func()
+		if o.n == o.cancelAt {
+			cancel = o.cancel
+		}
+		o.mu.Unlock()
+		if cancel != nil {
+			cancel()
+			<-req.Context().Done()
+		}
+	}
+	return o.next.RoundTrip(req)
+}
+
+func (o *openAPIGets) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n
+}
+
+// TestPrepareSchemas: converters built ahead are the ones a Read uses (it sends
+// no OpenAPI request of its own, and predicts what a Reader without them
+// predicts); a preparation cancelled halfway keeps nothing, so the Read after it
+// is not handed the cancellation as its error.
+func TestPrepareSchemas(t *testing.T) {
+	ns := cluster.Namespace(t)
+	ctx := t.Context()
+	cluster.InstallCRD(ctx, t, testcluster.FromYAML(t, widgetCRD))
+	base := set(deployment(t, ns, 2, "web"), configMap(t, ns, "cfg", map[string]any{"a": "1"}), widget(t, ns, "w", 80))
+	for _, o := range base.Objects {
+		cluster.ApplyAs(ctx, t, o.Obj, "kustomize-controller")
+	}
+	head := set(deployment(t, ns, 3, "web"), configMap(t, ns, "cfg", map[string]any{"a": "2"}), widget(t, ns, "w", 8080))
+	want := mustRead(t, reader(t, nil), base, head, opts(ns))
+
+	gets := &openAPIGets{}
+	cfg := cluster.Config()
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { gets.next = rt; return gets }
+	r := reader(t, cfg)
+	r.PrepareSchemas(ctx, coreV1, appsV1, widgetV1)
+	if got := live.PreparedSchemas(r); !reflect.DeepEqual(got, map[schema.GroupVersion]bool{coreV1: true, appsV1: true, widgetV1: true}) {
+		t.Fatalf("prepared %v, want core/v1, apps/v1 and the Widget's", got)
+	}
+	before := gets.count()
+	if before == 0 {
+		t.Fatal("PrepareSchemas sent no OpenAPI request")
+	}
+	got := mustRead(t, r, base, head, opts(ns))
+	if n := gets.count() - before; n != 0 {
+		t.Errorf("Read sent %d OpenAPI requests after PrepareSchemas, want 0", n)
+	}
+	if !samePredictions(got, want) {
+		t.Errorf("predictions differ from a Reader that built its own converters")
+	}
+
+	// Cancelled at its first OpenAPI request (the index), or at the second (the
+	// first document): nothing kept. The Widget, which client-go's built-in
+	// schemas do not know, fails its Read if the cancellation was kept.
+	for _, at := range []int{1, 2} {
+		cctx, cancel := context.WithCancel(ctx)
+		gets := &openAPIGets{cancelAt: at, cancel: cancel}
+		cfg := cluster.Config()
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { gets.next = rt; return gets }
+		r := reader(t, cfg)
+		r.PrepareSchemas(cctx, widgetV1, coreV1)
+		if got := live.PreparedSchemas(r); len(got) != 0 {
+			t.Fatalf("cancelled at OpenAPI request %d: kept %v", at, got)
+		}
+		if got := mustRead(t, r, base, head, opts(ns)); !samePredictions(got, want) {
+			t.Errorf("cancelled at OpenAPI request %d: predictions differ", at)
+		}
+	}
+}
+
+// samePredictions compares two Reads' predictions but for the times of their
+// managedFields entries (each simulation stamps its own now).
+func samePredictions(a, b *diffing.LiveState) bool {
+	strip := func(st *diffing.LiveState) map[string]any {
+		out := map[string]any{}
+		for k, p := range st.Predictions {
+			var obj map[string]any
+			if p.Object != nil {
+				o := p.Object.DeepCopy()
+				mf := o.GetManagedFields()
+				for i := range mf {
+					mf[i].Time = nil
+				}
+				o.SetManagedFields(mf)
+				obj = o.Object
+			}
+			out[k.String()] = []any{obj, p.Conflicts, fmt.Sprint(p.Err), p.Note}
+		}
+		return out
+	}
+	return len(a.Predictions) == 3 && reflect.DeepEqual(strip(a), strip(b))
+}
