@@ -303,7 +303,7 @@ func sameContent(a, b *unstructured.Unstructured) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	return jsonEqual(a.Object, b.Object)
+	return JSONEqual(a.Object, b.Object)
 }
 
 // finishTarget applies ignore rules, sorts findings and fills the Summary,

@@ -44,7 +44,7 @@ func sameTopLevel(a, b map[string]any) bool {
 			continue
 		}
 		bv, ok := b[k]
-		if !ok || !jsonEqual(av, bv) {
+		if !ok || !JSONEqual(av, bv) {
 			return false
 		}
 	}
@@ -79,7 +79,7 @@ func sameMetadata(a, b map[string]any) bool {
 				continue
 			}
 		}
-		if !jsonEqual(av, bv) {
+		if !JSONEqual(av, bv) {
 			return false
 		}
 	}
@@ -128,16 +128,18 @@ func sameAnnotations(a, b map[string]any) bool {
 			continue
 		}
 		bv, ok := b[k]
-		if !ok || !jsonEqual(av, bv) {
+		if !ok || !JSONEqual(av, bv) {
 			return false
 		}
 	}
 	return true
 }
 
-// jsonEqual is reflect.DeepEqual for unstructured content, without reflection for
-// the types JSON decodes to: a nil and an empty map (or list) differ, as there.
-func jsonEqual(a, b any) bool {
+// JSONEqual is reflect.DeepEqual for unstructured content, without reflection for
+// the types JSON decodes to (other types go to reflect.DeepEqual): a nil and an
+// empty map (or list) differ, and one map is equal to itself, as there.
+// diffing/live compares head, base and live objects with it too.
+func JSONEqual(a, b any) bool {
 	switch x := a.(type) {
 	case string:
 		y, ok := b.(string)
@@ -158,9 +160,12 @@ func jsonEqual(a, b any) bool {
 		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
 			return false
 		}
+		if reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() {
+			return true // one map, as reflect.DeepEqual finds
+		}
 		for k, xv := range x {
 			yv, ok := y[k]
-			if !ok || !jsonEqual(xv, yv) {
+			if !ok || !JSONEqual(xv, yv) {
 				return false
 			}
 		}
@@ -171,7 +176,7 @@ func jsonEqual(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
+			if !JSONEqual(x[i], y[i]) {
 				return false
 			}
 		}

@@ -172,7 +172,7 @@ func TestMaskReadMatchesMask(t *testing.T) {
 	}
 }
 
-// TestJSONEqualMatchesDeepEqual compares jsonEqual with reflect.DeepEqual on
+// TestJSONEqualMatchesDeepEqual compares JSONEqual with reflect.DeepEqual on
 // every pair of tricky values (NaN, which DeepEqual finds equal to itself only
 // inside one map, is left out).
 func TestJSONEqualMatchesDeepEqual(t *testing.T) {
@@ -186,7 +186,7 @@ func TestJSONEqualMatchesDeepEqual(t *testing.T) {
 	vals = append(vals, []any{int64(1), int64(2)}, []any{int64(2), int64(1)}, map[string]any{"k": "v", "l": "w"}, map[string]any{"k": "v", "m": "w"})
 	for i, a := range vals {
 		for j, b := range vals {
-			if got, want := jsonEqual(a, b), reflect.DeepEqual(a, b); got != want {
+			if got, want := JSONEqual(a, b), reflect.DeepEqual(a, b); got != want {
 				t.Errorf("%d %#v, %d %#v: jsonEqual %v, DeepEqual %v", i, a, j, b, got, want)
 			}
 		}

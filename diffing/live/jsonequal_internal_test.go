@@ -4,9 +4,11 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
-// TestJSONEqualIsDeepEqual: jsonEqual answers what reflect.DeepEqual answers for
+// TestJSONEqualIsDeepEqual: diffing.JSONEqual, which the reuse comparison uses, answers what reflect.DeepEqual answers for
 // unstructured content: nested maps and lists, nil against empty, numbers of
 // different Go types, NaN, values of other types, one map compared with itself.
 func TestJSONEqualIsDeepEqual(t *testing.T) {
@@ -24,12 +26,12 @@ func TestJSONEqualIsDeepEqual(t *testing.T) {
 	}
 	for i, a := range values {
 		for j, b := range values {
-			if got, want := jsonEqual(a, b), reflect.DeepEqual(a, b); got != want {
-				t.Errorf("jsonEqual(%#v, %#v) = %v, reflect.DeepEqual says %v (%d, %d)", a, b, got, want, i, j)
+			if got, want := diffing.JSONEqual(a, b), reflect.DeepEqual(a, b); got != want {
+				t.Errorf("diffing.JSONEqual(%#v, %#v) = %v, reflect.DeepEqual says %v (%d, %d)", a, b, got, want, i, j)
 			}
 		}
 	}
-	if !jsonEqual(shared, shared) {
+	if !diffing.JSONEqual(shared, shared) {
 		t.Error("a map is not equal to itself")
 	}
 }

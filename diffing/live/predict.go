@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -121,7 +120,7 @@ func (st *read) reusable(baseObjs map[render.ObjectKey]*render.Object, head rend
 		if a.Obj == nil || b.Obj == nil {
 			return a.Obj == nil && b.Obj == nil
 		}
-		return jsonEqual(a.Obj.Object, b.Obj.Object)
+		return diffing.JSONEqual(a.Obj.Object, b.Obj.Object)
 	}
 	reuse := map[render.ObjectKey]diffing.Prediction{}
 	for i := range head.Objects {
@@ -131,7 +130,7 @@ func (st *read) reusable(baseObjs map[render.ObjectKey]*render.Object, head rend
 			continue
 		}
 		lo, plo := out.Objects[o.Key], ru.State.Objects[o.Key]
-		if (lo == nil) != (plo == nil) || (lo != nil && !jsonEqual(lo.Object, plo.Object)) {
+		if (lo == nil) != (plo == nil) || (lo != nil && !diffing.JSONEqual(lo.Object, plo.Object)) {
 			continue
 		}
 		if p.Object != nil {
@@ -141,43 +140,6 @@ func (st *read) reusable(baseObjs map[render.ObjectKey]*render.Object, head rend
 		reuse[o.Key] = p
 	}
 	return reuse
-}
-
-// jsonEqual is reflect.DeepEqual for unstructured content (maps, lists and scalars
-// as JSON decodes them) without reflection; other types go to reflect.DeepEqual.
-// Like it, a nil map or list is not an empty one. TestJSONEqualIsDeepEqual.
-func jsonEqual(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
-			return false
-		}
-		if reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer() {
-			return true // one map, as reflect.DeepEqual finds
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !jsonEqual(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
-			return false
-		}
-		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case string, bool, int64, float64, nil:
-		return a == b
-	}
-	return reflect.DeepEqual(a, b)
 }
 
 // prepare returns head as an apply request: without server-set metadata, in
