@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/driftpreview/driftpreview/render"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // checkModified reports stateful-change and secret-change for objects in both base
@@ -17,25 +18,37 @@ func (d *differ) checkModified() {
 		}
 		b, h := d.base[k].Obj, d.head[k].Obj
 		if Stateful(k.GroupKind(), d.opts.StatefulKinds) {
-			paths := d.ig.linePaths(k)
-			bn, hn := strip(normalizedView(b), paths), strip(normalizedView(h), paths) // read only
-			changed := topPaths(bn.Object, hn.Object)
-			f := Finding{Rule: RuleStatefulChange, Key: k}
-			if len(changed) == 1 {
-				f.Path = changed[0]
-			}
-			quoted := make([]string, len(changed))
-			for i, p := range changed {
-				quoted[i] = code(p)
-			}
-			f.Message = fmt.Sprintf("This PR changes %s of a stateful %s, which %s applies in place to the running object and its data.",
-				joinAnd(quoted, 4), k.Kind, d.who())
-			d.add(f)
+			d.statefulChange(k, b, h)
 		}
 		if isSecretKey(k) {
 			d.secretChange(k, secretValues(b), secretValues(h))
 		}
 	}
+}
+
+// statefulChange reports the fields a PR changes in a stateful object.
+func (d *differ) statefulChange(k render.ObjectKey, b, h *unstructured.Unstructured) {
+	paths := d.ig.linePaths(k)
+	bn, hn := strip(normalizedView(b), paths), strip(normalizedView(h), paths) // read only
+	changed := topPaths(bn.Object, hn.Object)
+	if metadataOnly(changed) {
+		// Labels and annotations are not the object's data: a label added to a
+		// Namespace or a StatefulSet applies to its metadata and nothing else
+		// (issue 23). Other rules (immutable fields, conflicts, drift) still
+		// judge these paths.
+		return
+	}
+	f := Finding{Rule: RuleStatefulChange, Key: k}
+	if len(changed) == 1 {
+		f.Path = changed[0]
+	}
+	quoted := make([]string, len(changed))
+	for i, p := range changed {
+		quoted[i] = code(p)
+	}
+	f.Message = fmt.Sprintf("This PR changes %s of a stateful %s, which %s applies in place to the running object and its data.",
+		joinAnd(quoted, 4), k.Kind, d.who())
+	d.add(f)
 }
 
 // secretChange reports which Secret keys changed, never their values.
@@ -79,6 +92,16 @@ func (d *differ) secretChange(k render.ObjectKey, bv, hv map[string]string) {
 	msg := strings.Join(parts, ", ")
 	d.add(Finding{Rule: RuleSecretChange, Key: k,
 		Message: strings.ToUpper(msg[:1]) + msg[1:] + " (values hidden)."})
+}
+
+// metadataOnly says that every changed path is an object's labels or annotations.
+func metadataOnly(paths []string) bool {
+	for _, p := range paths {
+		if p != "/metadata/labels" && p != "/metadata/annotations" {
+			return false
+		}
+	}
+	return len(paths) > 0
 }
 
 // topPaths lists the fields that differ between two objects, as JSON pointers two

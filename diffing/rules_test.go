@@ -69,6 +69,21 @@ func TestDiffImmutableAndStateful(t *testing.T) {
 			},
 		},
 		{
+			// A label added to a Namespace or to a StatefulSet's own metadata is not a
+			// change to its data (issue 23); a change to its spec still is.
+			name: "labels and annotations of a stateful object are not a stateful-change",
+			in: func(t *testing.T) Input {
+				ns := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n"
+				nsHead := ns + "  labels: {team: payments}\n  annotations: {owner: ops}\n"
+				dbHead := strings.Replace(dbBase, "  name: db\n", "  name: db\n  labels: {tier: data}\n", 1)
+				if dbHead == dbBase {
+					t.Fatal("the StatefulSet fixture changed: no label added")
+				}
+				return Input{Base: set(t, ns+"---\n"+dbBase), Head: set(t, nsHead+"---\n"+dbHead)}
+			},
+			want: []string{},
+		},
+		{
 			name: "immutable checks against live tolerate server defaults",
 			in: func(t *testing.T) Input {
 				live := strings.Replace(dbBase, "      resources: {requests: {storage: 10Gi}}", "      resources: {requests: {storage: 10Gi}}\n      volumeMode: Filesystem\n    status: {phase: Pending}", 1)
