@@ -92,7 +92,7 @@ func NewFetcher(p Policy) (*Fetcher, error) {
 				return errorf(Refused, req.URL.String(), "more than %d redirects", maxRedirects)
 			}
 			if match(f.prefixes, req.URL) == nil {
-				return errorf(Refused, via[0].URL.String(), "redirected to %s, which no allowed prefix covers", Redact(req.URL.String()))
+				return errorf(Refused, via[0].URL.String(), "redirected to %s, which no allowed prefix covers once normalised (RFC 3986 §6.2.2)", Redact(req.URL.String()))
 			}
 			return nil
 		},
@@ -107,18 +107,33 @@ func (f *Fetcher) Policy() Policy { return f.policy }
 func (f *Fetcher) Cache() *Cache { return f.cache }
 
 // Allowed says whether the policy allows raw; the error is a Refused *Error.
+// raw is normalised first (normalize.go): a URL that leaves a prefix once its
+// dot segments are removed is refused, and one that cannot be normalised
+// safely (an encoded "/") too.
 func (f *Fetcher) Allowed(raw string) error {
+	_, _, err := f.allowed(raw)
+	return err
+}
+
+// allowed normalises raw and returns the normalised URL, which is what is
+// fetched, and the prefix allowing it.
+func (f *Fetcher) allowed(raw string) (*url.URL, *prefix, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return errorf(Invalid, raw, "not a URL")
+		return nil, nil, errorf(Invalid, raw, "not a URL")
 	}
 	if f == nil || len(f.prefixes) == 0 {
-		return &Error{Reason: Refused, URL: Redact(raw), Err: errors.New("remote fetching is not enabled (allow prefixes with --allow-remote or the remote: block of the server config)")}
+		return nil, nil, &Error{Reason: Refused, URL: Redact(raw), Err: errors.New("remote fetching is not enabled (allow prefixes with --allow-remote or the remote: block of the server config)")}
 	}
-	if match(f.prefixes, u) == nil {
-		return &Error{Reason: Refused, URL: Redact(raw), Err: errors.New("no allowed prefix covers it (--allow-remote / remote.allow)")}
+	n, err := normalize(u)
+	if err != nil {
+		return nil, nil, &Error{Reason: Refused, URL: Redact(raw), Err: fmt.Errorf("refused: %v", err)}
 	}
-	return nil
+	pr := matchNormalized(f.prefixes, n)
+	if pr == nil {
+		return nil, nil, &Error{Reason: Refused, URL: Redact(raw), Err: fmt.Errorf("no allowed prefix covers it%s (--allow-remote / remote.allow)", pathChange(raw, n))}
+	}
+	return n, pr, nil
 }
 
 // dial resolves the host itself and connects only to addresses the policy
@@ -168,11 +183,19 @@ type authTransport struct {
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	pr := match(t.f.prefixes, req.URL)
+	// What is sent is what was matched: the normalised URL (a redirect's
+	// Location is matched and sent normalised too).
+	n, err := normalize(req.URL)
+	if err != nil {
+		return nil, errorf(Refused, req.URL.String(), "refused: %v", err)
+	}
+	pr := matchNormalized(t.f.prefixes, n)
 	if pr == nil {
-		return nil, errorf(Refused, req.URL.String(), "no allowed prefix covers it")
+		return nil, errorf(Refused, req.URL.String(), "no allowed prefix covers it%s", pathChange(req.URL.String(), n))
 	}
 	r := req.Clone(context.WithValue(req.Context(), ctxKey{}, pr))
+	r.URL = n
+	r.Host = n.Host
 	r.Header.Del("Authorization")
 	if pr.auth != "" {
 		r.Header.Set("Authorization", pr.auth)
@@ -183,12 +206,13 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // download GETs raw and writes at most max bytes of the body to w. Every
 // failure is an *Error with its reason.
 func (f *Fetcher) download(ctx context.Context, raw string, max int64, w io.Writer) (int64, error) {
-	if err := f.Allowed(raw); err != nil {
+	norm, _, err := f.allowed(raw)
+	if err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.policy.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, norm.String(), nil)
 	if err != nil {
 		return 0, errorf(Invalid, raw, "not a URL")
 	}

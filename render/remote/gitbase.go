@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -54,14 +53,13 @@ func (f *Fetcher) GitBase(ctx context.Context, spec string) (*GitBase, error) {
 	if err != nil {
 		return nil, &Error{Reason: Unsupported, Err: err}
 	}
-	if err := f.Allowed(s.RepoURL); err != nil {
+	// git fetches the normalised URL, the one the prefix was matched
+	// against (git's curl would remove dot segments itself, after our check).
+	n, pr, err := f.allowed(s.RepoURL)
+	if err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(s.RepoURL)
-	if err != nil {
-		return nil, errorf(Invalid, s.RepoURL, "not a URL")
-	}
-	pr := match(f.prefixes, u)
+	s.RepoURL = n.String()
 	memoKey := s.RepoURL + "\x00" + s.Ref
 	mv, _ := gitMemos.LoadOrStore(f, &gitMemo{m: map[string]gitMemoEntry{}})
 	memo := mv.(*gitMemo)

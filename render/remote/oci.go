@@ -26,18 +26,22 @@ import (
 // treats 127.0.0.0/8 as an insecure registry by default; others over HTTPS
 // unless the source says insecure (Flux spec.insecure).
 
-// ociPrefix returns the prefix allowing an oci:// URL, or a Refused *Error.
-func (f *Fetcher) ociPrefix(raw string) (*prefix, error) {
-	if err := f.Allowed(raw); err != nil {
-		return nil, err
+// ociURL normalises an oci:// URL as every fetched URL is (normalize.go) and
+// returns it with the prefix allowing it, or a Refused *Error. The registry
+// client is given the normalised URL, so the repository it asks the registry
+// for is the one the prefix was matched against.
+func (f *Fetcher) ociURL(raw string) (string, *prefix, error) {
+	n, pr, err := f.allowed(raw)
+	if err != nil {
+		return "", nil, err
 	}
-	u, _ := url.Parse(raw)
-	return match(f.prefixes, u), nil
+	return n.String(), pr, nil
 }
 
-// ociClient is the registry client for the repository at raw (oci://…).
+// ociClient is the registry client for the repository at raw (oci://…, as
+// ociURL normalised it).
 func (f *Fetcher) ociClient(raw string, insecure bool) (*oci.Client, error) {
-	pr, err := f.ociPrefix(raw)
+	raw, pr, err := f.ociURL(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -177,14 +181,18 @@ func ociError(raw string, err error) error {
 // ociChart fetches a Helm chart stored in an OCI registry (repoURL oci://…):
 // Flux HelmRepository type oci, Argo CD OCI repoURLs, oci:// dependencies.
 func (f *Fetcher) ociChart(ctx context.Context, repoURL, name, version string) (*Chart, error) {
-	full := strings.TrimSuffix(repoURL, "/") + "/" + name
+	norm, _, err := f.ociURL(repoURL)
+	if err != nil {
+		return nil, err
+	}
+	full := strings.TrimSuffix(norm, "/") + "/" + name
 	c, err := f.ociClient(full, false)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.policy.Timeout)
 	defer cancel()
-	art, err := c.Chart(ctx, strings.TrimSuffix(repoURL, "/"), name, version)
+	art, err := c.Chart(ctx, strings.TrimSuffix(norm, "/"), name, version)
 	if err != nil {
 		return nil, ociError(full, err)
 	}
@@ -257,6 +265,11 @@ func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, opera
 		// The OCIRepository CRD allows only these two (an enum).
 		return nil, &Error{Reason: Invalid, URL: Redact(ref.URL), Err: fmt.Errorf("layerSelector.operation %q: Flux knows only extract and copy", operation)}
 	}
+	norm, _, err := f.ociURL(ref.URL)
+	if err != nil {
+		return nil, err
+	}
+	ref.URL = norm
 	c, err := f.ociClient(ref.URL, insecure)
 	if err != nil {
 		return nil, err
@@ -292,6 +305,11 @@ func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, opera
 // the root, as the repo server moves the chart's one directory to the root of
 // what it extracts, so `path: .` is the chart.
 func (f *Fetcher) ArgoOCI(ctx context.Context, repoURL, revision string) (*Artifact, error) {
+	norm, _, err := f.ociURL(repoURL)
+	if err != nil {
+		return nil, err
+	}
+	repoURL = norm
 	c, err := f.ociClient(repoURL, false)
 	if err != nil {
 		return nil, err

@@ -142,7 +142,14 @@ func parsePrefix(raw string) (*prefix, error) {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("%q: a prefix has no credentials, query or fragment (put credentials in usernameFile/passwordFile/tokenFile)", Redact(raw))
 	}
-	p := &prefix{scheme: u.Scheme, host: hostPort(u), path: strings.TrimSuffix(u.EscapedPath(), "/")}
+	n, err := normalize(u)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %v", Redact(raw), err)
+	}
+	if n.EscapedPath() != u.EscapedPath() && n.EscapedPath() != u.EscapedPath()+"/" {
+		return nil, fmt.Errorf("%q: write the prefix in its normalised form, %s (percent-decoded unreserved characters, no dot segments or empty segments, RFC 3986 §6.2.2): it is compared with URLs in that form", Redact(raw), Redact(n.String()))
+	}
+	p := &prefix{scheme: n.Scheme, host: hostPort(n), path: strings.TrimSuffix(n.EscapedPath(), "/")}
 	h := strings.ToLower(u.Hostname())
 	if a, err := netip.ParseAddr(h); err == nil {
 		p.literal = a.Unmap()
@@ -164,8 +171,23 @@ func hostPort(u *url.URL) string {
 	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
-// match returns the longest prefix allowing u, or nil.
+// match returns the longest prefix allowing u, or nil. u is normalised first
+// (normalize), so "…/allowed/../evil" and "…/allowed/%2e%2e/evil" are compared
+// as "…/evil"; a URL that cannot be normalised matches nothing. Callers fetch
+// the normalised URL (normalize), never u as written.
 func match(prefixes []*prefix, u *url.URL) *prefix {
+	if u.User != nil {
+		return nil
+	}
+	n, err := normalize(u)
+	if err != nil {
+		return nil
+	}
+	return matchNormalized(prefixes, n)
+}
+
+// matchNormalized is match for a URL normalize returned.
+func matchNormalized(prefixes []*prefix, u *url.URL) *prefix {
 	if u.User != nil {
 		return nil
 	}

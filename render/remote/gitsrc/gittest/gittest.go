@@ -26,6 +26,9 @@ type Server struct {
 	Requests atomic.Int64
 	// Delay, when set, is called before each request is served (a slow server).
 	Delay func()
+	// Rewrite, when set, is called with each request before it is served and
+	// may change it: a server that normalises paths, say, as git hosts do.
+	Rewrite func(r *http.Request)
 }
 
 // Start serves an empty root until the test ends.
@@ -42,6 +45,9 @@ func Start(t testing.TB) *Server {
 		s.Requests.Add(1)
 		if s.Delay != nil {
 			s.Delay()
+		}
+		if s.Rewrite != nil {
+			s.Rewrite(r)
 		}
 		h.ServeHTTP(w, r)
 	}))
