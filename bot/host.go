@@ -56,6 +56,10 @@ const (
 	StateInProgress State = "in_progress"
 	StateSuccess    State = "success"
 	StateNeutral    State = "neutral"
+	// StateSuperseded ends the check of a head the pull request moved on from
+	// (its job left the comment to the newer head's): GitHub's neutral
+	// conclusion, GitLab's canceled status.
+	StateSuperseded State = "superseded"
 	StateFailure    State = "failure"
 	// StateError is an internal error: GitHub shows it as a failed check with the
 	// reason, GitLab as a failed status.

@@ -210,8 +210,9 @@ func TestActionInstall(t *testing.T) {
 type gitlabCI struct {
 	Variables    map[string]string `yaml:"variables"`
 	Driftpreview struct {
-		Stage string `yaml:"stage"`
-		Image struct {
+		Stage         string `yaml:"stage"`
+		Interruptible bool   `yaml:"interruptible"`
+		Image         struct {
 			Name       string   `yaml:"name"`
 			Entrypoint []string `yaml:"entrypoint"`
 		} `yaml:"image"`
@@ -240,6 +241,9 @@ func TestGitLabTemplate(t *testing.T) {
 	j := ci.Driftpreview
 	if len(j.Rules) != 1 || j.Rules[0].If != `$CI_PIPELINE_SOURCE == "merge_request_event"` {
 		t.Errorf("rules %+v, want merge request pipelines", j.Rules)
+	}
+	if !j.Interruptible {
+		t.Error("the job is not interruptible: a push would not cancel the job of the commit before it")
 	}
 	if j.Variables["GIT_DEPTH"] != "0" {
 		t.Errorf("GIT_DEPTH %q, want 0 (base and head in the clone)", j.Variables["GIT_DEPTH"])
@@ -292,5 +296,32 @@ func TestGitLabTemplate(t *testing.T) {
 	}
 	if g, _ := os.ReadFile(out + ".git"); !strings.Contains(string(g), "config --global --add safe.directory /builds/acme/gitops") {
 		t.Errorf("git calls: %s", g)
+	}
+}
+
+// TestREADMEWorkflowCancelsSuperseded: the README's GitHub workflow has a
+// concurrency group per pull request that cancels the run in progress, so a push
+// cancels the job of the commit before it.
+func TestREADMEWorkflowCancelsSuperseded(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "`.github/workflows/driftpreview.yaml`:\n\n```yaml\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no .github/workflows/driftpreview.yaml block")
+	}
+	var wf struct {
+		Concurrency struct {
+			Group            string `yaml:"group"`
+			CancelInProgress bool   `yaml:"cancel-in-progress"`
+		} `yaml:"concurrency"`
+	}
+	if err := yaml.Unmarshal([]byte(block), &wf); err != nil {
+		t.Fatalf("the README's workflow: %v", err)
+	}
+	if !wf.Concurrency.CancelInProgress || !strings.Contains(wf.Concurrency.Group, "github.event.pull_request.number") {
+		t.Errorf("the README's workflow concurrency = %+v, want a group per pull request with cancel-in-progress", wf.Concurrency)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // SetStatus reports s on pr's head commit as the check run named CheckName.
 // StateInProgress reuses a not-yet-completed run of ours for the SHA (found by
 // listing check runs with check_name) or creates one; final states complete that run
-// with conclusion success, neutral or failure (StateError is a failure whose title is
+// with conclusion success, neutral (also for StateSuperseded) or failure (StateError is a failure whose title is
 // the reason), or create a completed run when none is pending. Title, summary and
 // text are each truncated to GitHub's 65,535 characters with a note.
 func (c *Client) SetStatus(ctx context.Context, pr bot.PR, s bot.Status) error {
@@ -114,7 +114,7 @@ func checkState(s bot.State) (string, *string, error) {
 		return "in_progress", nil, nil
 	case bot.StateSuccess:
 		return "completed", gh.String("success"), nil
-	case bot.StateNeutral:
+	case bot.StateNeutral, bot.StateSuperseded:
 		return "completed", gh.String("neutral"), nil
 	case bot.StateFailure, bot.StateError:
 		return "completed", gh.String("failure"), nil

@@ -11,8 +11,9 @@ import (
 )
 
 // UpsertComment makes the bot's comments on pr equal pages: pages[0] is the one
-// sticky comment, found by its hidden marker `<!-- KEY -->` (key "" means
-// hosttext.DefaultKey, "driftpreview:sticky v1") and edited in place; pages[i] is
+// sticky comment, found by its hidden marker `<!-- KEY -->` (key "" means the key
+// of the check name, hosttext.CheckKey: "driftpreview:sticky v1" for the default
+// name, so each check name keeps its own comment) and edited in place; pages[i] is
 // follow-up i+1, marked `<!-- KEY page N -->`. Missing comments are created,
 // unchanged ones left alone, follow-ups the run no longer needs deleted, and
 // duplicates left by a race deleted. Pages longer than MaxCommentLength are truncated
@@ -25,6 +26,9 @@ func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages
 	in, err := c.install(pr.InstallationID)
 	if err != nil {
 		return fmt.Errorf("upserting comment on %s#%d: %w", pr.Repo, pr.Number, err)
+	}
+	if key == "" {
+		key = hosttext.CheckKey(c.opts.CheckName)
 	}
 	mu := c.prLock(pr)
 	mu.Lock()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/internal/hostretry"
+	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
 	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 )
 
@@ -303,8 +304,11 @@ func (c *Client) FetchSpec(ctx context.Context, pr bot.PR) (bot.FetchSpec, error
 // (https://github.com/acme/shop/pull/7 → https://github.com/acme/shop), or "".
 func RepoWebURL(prURL string) string { return bot.URLBefore(prURL, "/pull/") }
 
-// MaxCommentChars is the size limit of one comment page (Options.MaxCommentChars).
-func (c *Client) MaxCommentChars() int { return c.opts.MaxCommentChars }
+// MaxCommentChars is the size limit of one comment page (Options.MaxCommentChars),
+// less what the check name's longer sticky marker takes (hosttext.KeyOverhead).
+func (c *Client) MaxCommentChars() int {
+	return c.opts.MaxCommentChars - hosttext.KeyOverhead(hosttext.CheckKey(c.opts.CheckName))
+}
 
 // CanRerun reports whether user may ask for a re-run on pr's repository: GitHub's
 // permission must be write or admin (maintain reports as write). Someone who is not

@@ -11,8 +11,9 @@ import (
 )
 
 // UpsertComment makes the bot's notes on the merge request equal pages: pages[0] is
-// the one sticky note, found by its hidden marker `<!-- KEY -->` (key "" means
-// hosttext.DefaultKey) and edited in place; pages[i] is follow-up i+1, marked
+// the one sticky note, found by its hidden marker `<!-- KEY -->` (key "" means the
+// key of the status name, hosttext.CheckKey, so each status name keeps its own
+// note; the default name keeps hosttext.DefaultKey) and edited in place; pages[i] is follow-up i+1, marked
 // `<!-- KEY page N -->`. Missing notes are created, unchanged ones left alone, stale
 // follow-ups and duplicates deleted. Only notes written by the token's own user are
 // considered, so a human quoting the marker is never touched. Pages longer than
@@ -21,6 +22,9 @@ func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages
 	self, err := c.selfID(ctx)
 	if err != nil {
 		return fmt.Errorf("upserting note on %s!%d: %w", pr.Repo, pr.Number, err)
+	}
+	if key == "" {
+		key = hosttext.CheckKey(c.opts.StatusName)
 	}
 	mu := c.prLock(pr)
 	mu.Lock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/internal/hostretry"
+	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
 	"github.com/driftpreview/driftpreview/bot/internal/keylock"
 )
 
@@ -186,8 +187,11 @@ func (c *Client) FetchSpec(ctx context.Context, pr bot.PR) (bot.FetchSpec, error
 // https://gitlab.example.com/g/sub/shop), or "".
 func RepoWebURL(mrURL string) string { return bot.URLBefore(mrURL, "/-/merge_requests/") }
 
-// MaxCommentChars is the size limit of one comment page (Options.MaxCommentChars).
-func (c *Client) MaxCommentChars() int { return c.opts.MaxCommentChars }
+// MaxCommentChars is the size limit of one comment page (Options.MaxCommentChars),
+// less what the status name's longer sticky marker takes (hosttext.KeyOverhead).
+func (c *Client) MaxCommentChars() int {
+	return c.opts.MaxCommentChars - hosttext.KeyOverhead(hosttext.CheckKey(c.opts.StatusName))
+}
 
 // CanRerun reports whether user (a username) has at least Developer access to pr's
 // project, inherited memberships included. Unknown users and non-members get false.

@@ -14,7 +14,8 @@ import (
 )
 
 // SetStatus reports s on pr's head commit as the commit status named StatusName:
-// in_progress → running, success → success, failure and error → failed. GitLab has
+// in_progress → running, success → success, failure and error → failed,
+// superseded → canceled. GitLab has
 // no neutral state, so neutral is posted as success with a description starting
 // "neutral: ", keeping required pipelines green as GitHub's neutral does. An error
 // is described "error: <reason>". The description (the title) is cut to 255
@@ -67,6 +68,10 @@ func statusState(s bot.State) (gl.BuildStateValue, string, error) {
 		// pipelines count as successful. So: success, with a description that
 		// starts "neutral:" and says why (e.g. "neutral: Nothing compared: …").
 		return gl.Success, "neutral: ", nil
+	case bot.StateSuperseded:
+		// A newer commit's pipeline reports on the merge request; this commit's
+		// status says it was left for it, as GitLab shows a superseded pipeline.
+		return gl.Canceled, "", nil
 	case bot.StateFailure:
 		return gl.Failed, "", nil
 	case bot.StateError:

@@ -302,6 +302,16 @@ func (j *run) do(ctx context.Context) (string, error) {
 	return outcome, nil
 }
 
+// DefaultCheckName is the check run (GitHub) and commit status (GitLab) name
+// unless one is configured; its sticky comment keeps the marker comments had
+// before they were keyed by check name.
+const DefaultCheckName = hosttext.DefaultCheckName
+
+// CheckNameOverhead is how many bytes the sticky markers of check name take beyond
+// the default ones (each check name keeps its own sticky comment,
+// hosttext.CheckKey): a page sized for a host's limit is that much smaller.
+func CheckNameOverhead(name string) int { return hosttext.KeyOverhead(hosttext.CheckKey(name)) }
+
 // CommentPages renders rep as the pages of pr's sticky comment with o.Report, each
 // sized for its host's limit maxChars with room for the hidden head marker line the
 // adapters add to every page (hosttext.HeadMarker), so no page gets truncated. The

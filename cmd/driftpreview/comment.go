@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -28,10 +29,76 @@ import (
 const GitLabTokenVar = "DRIFTPREVIEW_GITLAB_TOKEN"
 
 // commentHost is what `comment` needs from an adapter (*github.Client,
-// *gitlab.Client): the two calls the bot's worker posts a result with.
+// *gitlab.Client): the calls the bot's worker posts a result with, and the pull
+// request's current head, read before posting so an older head's job never
+// overwrites a newer head's comment.
 type commentHost interface {
 	UpsertComment(ctx context.Context, pr bot.PR, key string, pages []string) error
 	SetStatus(ctx context.Context, pr bot.PR, s bot.Status) error
+	ResolvePR(ctx context.Context, pr bot.PR) (bot.PR, error)
+}
+
+// completeTimeout bounds the call that completes the check after the run's context
+// is done (a cancel, a timeout) or a step failed. GitHub Actions sends SIGINT,
+// then SIGTERM 7.5 s later and SIGKILL 2.5 s after that; GitLab's runner sends
+// SIGTERM and kills after its own grace period; so the completion must fit in
+// seconds, and retries of a failing API give up with it.
+var completeTimeout = 10 * time.Second
+
+// ciCheck is the check run (GitHub) or commit status (GitLab) one `comment` run
+// sets in progress. Once open, every way out of the run completes it (complete,
+// or the net in runComment's deferred function), each with a fresh short deadline
+// detached from the run's context, so a required check never stays in progress.
+type ciCheck struct {
+	host    commentHost
+	pr      bot.PR
+	name    string
+	started time.Time
+	details string
+	open    bool // set in progress and not yet completed
+}
+
+// complete sets s as the check's final state with its own deadline, even when ctx
+// is done.
+func (c *ciCheck) complete(ctx context.Context, s bot.Status) error {
+	if c == nil || !c.open {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completeTimeout)
+	defer cancel()
+	s.StartedAt, s.DetailsURL = c.started, c.details
+	if err := c.host.SetStatus(sctx, c.pr, s); err != nil {
+		return err
+	}
+	c.open = false
+	return nil
+}
+
+// fail completes the check as an error whose title names the step that failed
+// and what to do; a failure to complete it is printed, never hidden.
+func (c *ciCheck) fail(ctx context.Context, stderr io.Writer, title, summary string) {
+	if c == nil || !c.open {
+		return
+	}
+	if err := c.complete(ctx, bot.Status{State: bot.StateError, Title: title, Summary: summary}); err != nil {
+		fmt.Fprintf(stderr, "driftpreview comment: completing %s after the failure above: %v\n", c.name, err)
+	}
+}
+
+// stopped says why ctx ended, for the title of the check it leaves: the signal
+// the CI host sent on cancel, or --timeout.
+func stopped(ctx context.Context, timeout time.Duration) (title, summary string) {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, context.DeadlineExceeded) && timeout > 0 {
+		return fmt.Sprintf("driftpreview timed out after %s while previewing; raise --timeout or narrow the run with --target", timeout),
+			fmt.Sprintf("The preview did not finish within --timeout %s, so there is no result for this commit. Raise --timeout (below the CI job's own timeout), or preview fewer targets (--target), then re-run the job.", timeout)
+	}
+	why := "the job was cancelled"
+	if cause != nil && cause != context.Canceled {
+		why = "the job was cancelled (" + cause.Error() + ")"
+	}
+	return "driftpreview stopped: " + why + "; re-run the job for a result",
+		"The CI job was cancelled while driftpreview ran (" + why + "), so there is no result for this commit. Re-run the job to get one; a newer push runs its own job."
 }
 
 // ciEnv is the pull request a CI job runs for, read from the host's predefined
@@ -54,14 +121,15 @@ type ciEnv struct {
 // through the bot's own adapters: the sticky comment split into numbered
 // follow-ups (stale ones deleted) and a check run (GitHub) or commit status
 // (GitLab). Exit codes are preview's.
-func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	fl := flag.NewFlagSet("comment", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var (
 		hostFlag  = fl.String("host", "auto", "github, gitlab, or auto (GITHUB_ACTIONS or GITLAB_CI decides)")
 		dryRun    = fl.Bool("dry-run", false, "print the comment and the check instead of posting them")
 		botLogin  = fl.String("github-login", "github-actions[bot]", "GitHub: the login comments are posted as, so only its earlier comments are edited (set it to the user of a personal access token)")
-		checkName = fl.String("check-name", "driftpreview", "name of the check run (GitHub) or commit status (GitLab); required checks refer to it")
+		checkName = fl.String("check-name", jobs.DefaultCheckName, "name of the check run (GitHub) or commit status (GitLab); required checks refer to it, and each name keeps its own sticky comment")
+		timeout   = fl.Duration("timeout", 0, "bound the preview: when it runs out, the check is completed as timed out (set it below the CI job's timeout, which kills the job without a word); 0 for none")
 	)
 	pf := addPreviewFlags(fl)
 	if err := fl.Parse(args); err != nil {
@@ -73,6 +141,12 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if fl.NArg() > 0 {
 		return fail("unexpected argument %q", fl.Arg(0))
+	}
+	if strings.TrimSpace(*checkName) == "" || strings.ContainsAny(*checkName, "\r\n") {
+		return fail("--check-name %q must be one non-empty line", *checkName)
+	}
+	if *timeout < 0 {
+		return fail("--timeout must not be negative")
 	}
 	env, err := readCIEnv(*hostFlag, os.Getenv)
 	if err != nil {
@@ -107,6 +181,25 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if env.readOnly {
 		forkNotice(stderr, env)
 	}
+	var chk *ciCheck
+	// Whatever ends the run once the check is in progress (a step's error, a
+	// panic, a cancel that left nothing else to do), the check is completed.
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "driftpreview comment: internal error (please report it): %v\n%s", r, debug.Stack())
+			chk.fail(ctx, stderr, "driftpreview crashed (internal error); re-run the job, and report it if it happens again",
+				fmt.Sprintf("driftpreview stopped with an internal error: %v. Re-run the job; if it happens again, report it with the job's log.", r))
+			code = exitError
+			return
+		}
+		if chk != nil && chk.open {
+			title, summary := "driftpreview stopped before it finished; re-run the job", "driftpreview stopped before it set a result for this commit; the job's log says why."
+			if ctx.Err() != nil {
+				title, summary = stopped(ctx, 0)
+			}
+			chk.fail(ctx, stderr, title, summary)
+		}
+	}()
 	if post {
 		err := host.SetStatus(ctx, env.pr, bot.Status{State: bot.StateInProgress,
 			Title:     "Previewing " + shortSHA(env.pr.BaseSHA) + ".." + shortSHA(env.pr.HeadSHA),
@@ -119,24 +212,40 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			env.readOnly = true
 			forkNotice(stderr, env)
 		case err != nil:
+			// A cancel or a timeout may have cut the call after it reached the
+			// host: complete the check in case it was set.
+			chk = &ciCheck{host: host, pr: env.pr, name: *checkName, started: started, details: env.detailsURL, open: true}
+			chk.fail(ctx, stderr, "driftpreview could not start: setting the check failed; re-run the job", "Setting this check in progress failed: "+err.Error())
 			return fail("setting the in-progress status on %s: %v", where, err)
+		default:
+			chk = &ciCheck{host: host, pr: env.pr, name: *checkName, started: started, details: env.detailsURL, open: true}
 		}
 	}
 
-	rep, err := preview.Run(ctx, req)
+	pctx := ctx
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeoutCause(ctx, *timeout, context.DeadlineExceeded)
+		defer cancel()
+	}
+	rep, err := previewRun(pctx, req)
 	if err != nil {
-		if post {
-			// Completed as an error, so the check never stays in progress.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			_ = host.SetStatus(sctx, env.pr, bot.Status{State: bot.StateError, Title: "driftpreview failed: " + firstLine(err.Error()),
-				Summary: "The preview failed: " + err.Error(), StartedAt: started, DetailsURL: env.detailsURL})
-			cancel()
+		switch {
+		case ctx.Err() != nil:
+			title, summary := stopped(ctx, 0)
+			chk.fail(ctx, stderr, title, summary)
+		case pctx.Err() != nil:
+			title, summary := stopped(pctx, *timeout)
+			chk.fail(ctx, stderr, title, summary)
+		default:
+			chk.fail(ctx, stderr, "driftpreview failed while previewing: "+firstLine(err.Error()),
+				"The preview failed, so there is no result for this commit: "+err.Error()+"\n\nFix what the error names (a pull request over driftpreview's limits is refused on purpose) and push, or re-run the job if it was a passing failure.")
 		}
 		return fail("%v", err)
 	}
 	jo := jobs.DefaultOptions()
 	jo.Report.RerunHint = "Re-run the CI job to refresh against the live cluster."
-	pages := jo.CommentPages(rep, env.pr, commentLimit(env.host))
+	pages := jo.CommentPages(rep, env.pr, commentLimit(env.host)-jobs.CheckNameOverhead(*checkName))
 	fmt.Fprint(stdout, strings.Join(pages, "\n"))
 	if env.summary != "" {
 		if err := appendSummary(env.summary, pages); err != nil {
@@ -148,16 +257,51 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case *dryRun:
 		fmt.Fprintf(stderr, "driftpreview comment: dry run: would post %d comment page(s) on %s and set %s to %s\n", len(pages), where, *checkName, state)
 	case post:
+		// The newest head wins: a job of an older head that finishes last leaves
+		// the sticky comment to the newer head's job.
+		if newer, err := newerHead(ctx, host, env.pr); err != nil {
+			fmt.Fprintf(stderr, "driftpreview comment: reading the current head of %s (posting anyway): %v\n", where, err)
+		} else if newer != "" {
+			if err := chk.complete(ctx, bot.Status{State: bot.StateSuperseded, Title: "Superseded by " + shortSHA(newer) + ": its job posts the preview",
+				Summary: "The pull request's head moved to " + newer + " while this job previewed " + env.pr.HeadSHA + ", so this job left the comment to the newer commit's job.\n\n" + pages[0]}); err != nil {
+				return fail("completing %s as superseded on %s: %v", *checkName, where, err)
+			}
+			fmt.Fprintf(stderr, "driftpreview comment: %s is superseded by %s: the comment is left to its job; %s is completed as superseded\n", shortSHA(env.pr.HeadSHA), shortSHA(newer), *checkName)
+			return exitOK
+		}
 		if err := host.UpsertComment(ctx, env.pr, "", pages); err != nil {
+			title, summary := "driftpreview could not post its comment: "+firstLine(err.Error())+"; re-run the job",
+				"The preview finished, but posting the comment failed: "+err.Error()+"\n\nRe-run the job to post it."
+			if ctx.Err() != nil {
+				title, summary = stopped(ctx, 0)
+			}
+			chk.fail(ctx, stderr, title, summary+"\n\nThe preview:\n\n"+pages[0])
 			return fail("posting the comment on %s: %v", where, err)
 		}
-		if err := host.SetStatus(ctx, env.pr, bot.Status{State: state, Title: report.Title(rep), Summary: pages[0],
-			StartedAt: started, DetailsURL: env.detailsURL}); err != nil {
+		if err := chk.complete(ctx, bot.Status{State: state, Title: report.Title(rep), Summary: pages[0]}); err != nil {
+			chk.fail(ctx, stderr, "driftpreview could not set its result: "+firstLine(err.Error())+"; re-run the job",
+				"The comment is posted, but setting this check's result failed: "+err.Error())
 			return fail("setting the final status on %s: %v", where, err)
 		}
 		fmt.Fprintf(stderr, "driftpreview comment: posted %d comment page(s) on %s; %s is %s\n", len(pages), where, *checkName, state)
 	}
 	return exitCode(rep, "comment", stderr)
+}
+
+// previewRun is preview.Run; a test replaces it to make the run panic.
+var previewRun = preview.Run
+
+// newerHead asks the host for the pull request's current head and returns it when
+// it is not the head this run previewed; "" when it is.
+func newerHead(ctx context.Context, host commentHost, pr bot.PR) (string, error) {
+	cur, err := host.ResolvePR(ctx, pr)
+	if err != nil {
+		return "", err
+	}
+	if cur.HeadSHA == "" || cur.HeadSHA == pr.HeadSHA {
+		return "", nil
+	}
+	return cur.HeadSHA, nil
 }
 
 // readCIEnv reads the pull request, token and URLs from the CI host's predefined
@@ -356,11 +500,15 @@ func commentLimit(host string) int {
 	return github.MaxCommentLength
 }
 
+// retrySleep, when set, replaces how the adapters wait between retries (tests).
+var retrySleep func(ctx context.Context, d time.Duration) error
+
 // newCommentHost builds the bot's adapter for env, authenticated with its token.
 func newCommentHost(env *ciEnv, botLogin, checkName string) (commentHost, error) {
 	switch env.host {
 	case "github":
 		o := github.DefaultOptions()
+		o.Retry.Sleep = retrySleep
 		o.Token = env.token
 		o.APIURL = env.apiURL
 		o.BotLogin = botLogin
@@ -371,6 +519,7 @@ func newCommentHost(env *ciEnv, botLogin, checkName string) (commentHost, error)
 		return github.New(o)
 	case "gitlab":
 		o := gitlab.DefaultOptions()
+		o.Retry.Sleep = retrySleep
 		o.URL = env.apiURL
 		o.Token = env.token
 		o.PostOnly = true

@@ -117,6 +117,7 @@ func TestCommentGitHubActions(t *testing.T) {
 	srv.AddComment("acme/gitops", 17, "renovate[bot]", "Bot", "<!-- driftpreview:sticky v1 -->\nnot ours")
 	summary := githubActionsEnv(t, "pull_request", eventFile(t, "pull_request.synchronize.json", base, head),
 		strings.TrimSuffix(srv.URL(), "/"), token)
+	srv.AddPull(githubtest.PullRequest{Repo: "acme/gitops", Number: 17, BaseRef: "main", BaseSHA: base, HeadRef: "feature", HeadSHA: head})
 
 	code, stdout, stderr := runCommentCmd(t, "--repo", repo, "--live-mode", "off")
 	if code != exitFailing {
@@ -125,6 +126,7 @@ func TestCommentGitHubActions(t *testing.T) {
 	want := []string{
 		"GET /repos/acme/gitops/commits/" + head + "/check-runs",
 		"POST /repos/acme/gitops/check-runs",
+		"GET /repos/acme/gitops/pulls/17", // the current head, before posting
 		"GET /repos/acme/gitops/issues/17/comments",
 		"POST /repos/acme/gitops/issues/17/comments",
 		"DELETE /repos/acme/gitops/issues/comments/" + itoa(stale),
@@ -329,6 +331,7 @@ func TestCommentGitLabCI(t *testing.T) {
 	srv.AddProject(42, "acme/platform/gitops")
 	gitlabCIEnv(t, srv.URL(), base, head)
 	t.Setenv(GitLabTokenVar, srv.Token)
+	srv.AddMergeRequest(gitlabtest.MergeRequest{ProjectID: 42, IID: 7, SourceBranch: "feature", TargetBranch: "main", SHA: head, BaseSHA: base, StartSHA: base})
 	stale := srv.AddNote(42, 7, srv.BotID, "<!-- driftpreview:sticky v1 page 2 -->\nold")
 
 	code, stdout, stderr := runCommentCmd(t, "--repo", repo, "--live-mode", "off")
@@ -337,6 +340,7 @@ func TestCommentGitLabCI(t *testing.T) {
 	}
 	want := []string{
 		"POST /api/v4/projects/42/statuses/" + head,
+		"GET /api/v4/projects/42/merge_requests/7", // the current head, before posting
 		"GET /api/v4/user",
 		"GET /api/v4/projects/42/merge_requests/7/notes",
 		"POST /api/v4/projects/42/merge_requests/7/notes",

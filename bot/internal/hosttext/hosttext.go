@@ -2,6 +2,7 @@ package hosttext
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,6 +22,31 @@ func Marker(key string) string {
 // PageMarker is the hidden first line of follow-up page n (2 for pages[1], ...).
 func PageMarker(key string, n int) string {
 	return "<!-- " + keyOr(key) + " page " + strconv.Itoa(n) + " -->"
+}
+
+// DefaultCheckName is the check run (GitHub) and commit status (GitLab) name the
+// adapters use unless told otherwise; its sticky comment keeps DefaultKey.
+const DefaultCheckName = "driftpreview"
+
+// CheckKey is the sticky-comment key of the check named name, so jobs with
+// different check names (one per cluster, one per directory) each keep their own
+// sticky comment: "" (DefaultKey, today's marker, so comments posted before keys
+// existed are still found) for DefaultCheckName or "", and otherwise DefaultKey
+// followed by " check=" and the name query-escaped. Escaping keeps the marker one
+// line that no name can close early ("-->") or make equal to another key's page
+// marker (a name ending in " page 2").
+func CheckKey(name string) string {
+	if name == "" || name == DefaultCheckName {
+		return ""
+	}
+	return DefaultKey + " check=" + url.QueryEscape(name)
+}
+
+// KeyOverhead is how many bytes longer key's markers are than the default ones the
+// comment renderer writes, which PlanHead replaces: callers that size pages for a
+// host's limit take it off the limit so no page gets truncated.
+func KeyOverhead(key string) int {
+	return len(keyOr(key)) - len(DefaultKey)
 }
 
 func keyOr(key string) string {
@@ -148,7 +174,9 @@ func PlanHead(key, head string, existing []Comment, pages []string, limit int) (
 			marker = PageMarker(key, n)
 		}
 		body := p
-		if firstLine(body) == marker {
+		// The renderer starts each page with the default key's marker; any sticky
+		// marker line is replaced by this key's.
+		if first := firstLine(body); first == marker || pageOf("", body) > 0 {
 			_, body, _ = strings.Cut(strings.TrimLeft(body, " \t\r\n"), "\n")
 		}
 		if head != "" {

@@ -134,3 +134,43 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("Reconcile without our sticky comment = %v, want nothing", ops)
 	}
 }
+
+// TestCheckKey: the default check name keeps today's marker; other names get
+// their own, escaped so that no name closes the marker early or makes it equal
+// to another key's page marker; the renderer's default marker lines are replaced
+// by the key's, so a page carries one marker.
+func TestCheckKey(t *testing.T) {
+	if k := hosttext.CheckKey("driftpreview"); k != "" || hosttext.Marker(k) != "<!-- driftpreview:sticky v1 -->" {
+		t.Errorf("default check name: key %q, marker %q", k, hosttext.Marker(k))
+	}
+	if k := hosttext.CheckKey(""); k != "" {
+		t.Errorf("empty check name: key %q", k)
+	}
+	prod := hosttext.CheckKey("prod --> eu")
+	if got, want := hosttext.Marker(prod), "<!-- driftpreview:sticky v1 check=prod+--%3E+eu -->"; got != want {
+		t.Errorf("marker %q, want %q", got, want)
+	}
+	if hosttext.KeyOverhead(prod) != len(prod)-len(hosttext.DefaultKey) || hosttext.KeyOverhead("") != 0 {
+		t.Errorf("KeyOverhead(%q) = %d", prod, hosttext.KeyOverhead(prod))
+	}
+	// A check named "x page 2" is not check "x"'s second page.
+	if hosttext.Marker(hosttext.CheckKey("x page 2")) == hosttext.PageMarker(hosttext.CheckKey("x"), 2) {
+		t.Error("check name \"x page 2\" collides with page 2 of check \"x\"")
+	}
+	existing := []hosttext.Comment{
+		{ID: 1, Body: hosttext.Marker("") + "\nthe default check's"},
+		{ID: 2, Body: hosttext.PageMarker("", 2) + "\nthe default check's page 2"},
+	}
+	pages := []string{hosttext.Marker("") + "\nprod page 1", hosttext.PageMarker("", 2) + "\nprod page 2"}
+	ops, err := hosttext.PlanHead(prod, "abc", existing, pages, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hosttext.Op{
+		{Kind: hosttext.OpCreate, Page: 1, Body: hosttext.Marker(prod) + "\n" + hosttext.HeadMarker("abc") + "\nprod page 1"},
+		{Kind: hosttext.OpCreate, Page: 2, Body: hosttext.PageMarker(prod, 2) + "\n" + hosttext.HeadMarker("abc") + "\nprod page 2"},
+	}
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Errorf("plan for check prod next to the default check's comments (-want +got):\n%s", diff)
+	}
+}
