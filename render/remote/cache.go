@@ -169,7 +169,9 @@ func (c *Cache) File(key string, ttl time.Duration, fill func(w io.Writer) error
 		return "", fmt.Errorf("remote cache: %w", err)
 	}
 	ok = true
-	c.evict()
+	if err := c.fit(final); err != nil {
+		return "", err
+	}
 	return final, nil
 }
 
@@ -203,8 +205,34 @@ func (c *Cache) Tree(key string, fill func(dir string) error) (string, error) {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("remote cache: %w", err)
 	}
-	c.evict()
+	if err := c.fit(final); err != nil {
+		return "", err
+	}
 	return final, nil
+}
+
+// fit enforces the size bound after final was filled: least recently used
+// entries go first (evict); when the entries used within the grace period
+// alone pass the bound, final itself is removed again and the fill is a
+// TooBig *Error, so the cache never holds more than its bound.
+func (c *Cache) fit(final string) error {
+	total := c.evict()
+	if total <= c.max {
+		return nil
+	}
+	c.drop(final)
+	return &Error{Reason: TooBig, Err: fmt.Errorf("the remote cache is full: its entries used in the last %s take %d MiB of its %d MiB bound (cacheMaxBytes); try again later or raise the bound", c.grace, total>>20, c.max>>20)}
+}
+
+// drop removes the entry at p: moved aside first, so it disappears at once
+// for readers.
+func (c *Cache) drop(p string) bool {
+	gone := filepath.Join(c.dir, "tmp", "evict-"+filepath.Base(p)+"-"+fmt.Sprint(time.Now().UnixNano()))
+	if err := os.Rename(p, gone); err != nil {
+		return false
+	}
+	_ = os.RemoveAll(gone)
+	return true
 }
 
 // fresh says whether the entry at p exists and, with a ttl, is younger than it;
@@ -244,6 +272,9 @@ func (c *Cache) lock(file string, how int) (func(), error) {
 	}, nil
 }
 
+// dirBytes is what a directory is counted as: one block of ext4 and xfs.
+const dirBytes = 4096
+
 type entry struct {
 	path string
 	size int64
@@ -251,16 +282,18 @@ type entry struct {
 }
 
 // evict removes least recently used entries until the cache is under its size
-// limit, keeping entries used within the grace period.
-func (c *Cache) evict() {
-	unlock, err := c.lock(filepath.Join(c.dir, "locks", "evict.lock"), unix.LOCK_EX|unix.LOCK_NB)
+// limit, keeping entries used within the grace period, and returns the size
+// left. Evictions are serialised (a flock), so the size is exact.
+func (c *Cache) evict() int64 {
+	unlock, err := c.lock(filepath.Join(c.dir, "locks", "evict.lock"), unix.LOCK_EX)
 	if err != nil {
-		return // another process is evicting
+		_, total := c.entries()
+		return total
 	}
 	defer unlock()
 	entries, total := c.entries()
 	if total <= c.max {
-		return
+		return total
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return a.used.Compare(b.used) })
 	for _, e := range entries {
@@ -270,14 +303,11 @@ func (c *Cache) evict() {
 		if time.Since(e.used) < c.grace {
 			break
 		}
-		// Move the entry aside first, so it disappears at once for readers.
-		gone := filepath.Join(c.dir, "tmp", "evict-"+filepath.Base(e.path)+"-"+fmt.Sprint(time.Now().UnixNano()))
-		if err := os.Rename(e.path, gone); err != nil {
-			continue
+		if c.drop(e.path) {
+			total -= e.size
 		}
-		_ = os.RemoveAll(gone)
-		total -= e.size
 	}
+	return total
 }
 
 // Size is the bytes the cache's entries take.
@@ -302,9 +332,15 @@ func (c *Cache) entries() ([]entry, int64) {
 			}
 			size := st.Size()
 			if st.IsDir() {
+				// A tree: its files' bytes, and a block for each directory
+				// (an archive of empty directories takes room too).
 				size = 0
 				_ = filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
-					if err == nil && d.Type().IsRegular() {
+					switch {
+					case err != nil:
+					case d.IsDir():
+						size += dirBytes
+					case d.Type().IsRegular():
 						if fi, err := d.Info(); err == nil {
 							size += fi.Size()
 						}

@@ -30,12 +30,16 @@ type Policy struct {
 	MaxArchiveBytes int64 `yaml:"maxArchiveBytes" json:"maxArchiveBytes"`
 	// MaxUnpackedBytes, MaxUnpackedFileBytes and MaxFiles cap what an archive
 	// unpacks to (defaults 100 MiB, 5 MiB and 10000: Helm's
-	// loader.MaxDecompressedChartSize and MaxDecompressedFileSize, and a count).
+	// loader.MaxDecompressedChartSize and MaxDecompressedFileSize, and a count
+	// of entries: files and directories together, the directories a file's
+	// path implies included).
 	MaxUnpackedBytes     int64 `yaml:"maxUnpackedBytes" json:"maxUnpackedBytes"`
 	MaxUnpackedFileBytes int64 `yaml:"maxUnpackedFileBytes" json:"maxUnpackedFileBytes"`
 	MaxFiles             int   `yaml:"maxFiles" json:"maxFiles"`
 	// CacheDir is the on-disk cache (under the work dir); CacheMaxBytes bounds it
-	// (default 1 GiB), least recently used entries go first.
+	// (default 1 GiB; a directory counts as 4 KiB), least recently used entries
+	// go first, and a fill that would pass the bound with entries in use is
+	// refused, so the cache never holds more.
 	CacheDir      string `yaml:"cacheDir" json:"cacheDir"`
 	CacheMaxBytes int64  `yaml:"cacheMaxBytes" json:"cacheMaxBytes"`
 	// IndexTTL is how long a fetched index.yaml is reused (default 5 minutes), so

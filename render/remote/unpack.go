@@ -14,7 +14,10 @@ import (
 
 // Limits caps what Unpack writes.
 type Limits struct {
-	MaxFiles     int   // regular files
+	// MaxFiles caps the entries written: regular files and directories
+	// together, the directories a file's path implies included (a directory
+	// costs an inode and a block on disk like a small file does).
+	MaxFiles     int
 	MaxBytes     int64 // all files together, uncompressed
 	MaxFileBytes int64 // any one file
 }
@@ -35,6 +38,28 @@ func Unpack(r io.Reader, dir, name string, lim Limits) error {
 	tr := tar.NewReader(zr)
 	files := 0
 	var total int64
+	// dirs holds the directories made so far (slash paths), counted with the
+	// files against MaxFiles.
+	dirs := map[string]bool{}
+	mkdir := func(rel string) error {
+		var missing []string
+		for d := rel; d != "." && d != "" && !dirs[d]; d = path.Dir(d) {
+			missing = append(missing, d)
+		}
+		if files+len(dirs)+len(missing) > lim.MaxFiles {
+			return errorf(TooBig, name, "the archive has more than %d entries (files and directories together); a chart needs far fewer", lim.MaxFiles)
+		}
+		for _, d := range missing {
+			dirs[d] = true
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(rel)), 0o700); err != nil {
+			return fmt.Errorf("unpacking %s: %w", Redact(name), err)
+		}
+		return nil
+	}
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -53,13 +78,16 @@ func Unpack(r io.Reader, dir, name string, lim Limits) error {
 		dest := filepath.Join(dir, filepath.FromSlash(rel))
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(dest, 0o700); err != nil {
-				return fmt.Errorf("unpacking %s: %w", Redact(name), err)
+			if err := mkdir(rel); err != nil {
+				return err
 			}
 		case tar.TypeReg:
 			files++
-			if files > lim.MaxFiles {
-				return errorf(TooBig, name, "the archive has more than %d files", lim.MaxFiles)
+			if files+len(dirs) > lim.MaxFiles {
+				return errorf(TooBig, name, "the archive has more than %d entries (files and directories together); a chart needs far fewer", lim.MaxFiles)
+			}
+			if err := mkdir(path.Dir(rel)); err != nil {
+				return err
 			}
 			if h.Size > lim.MaxFileBytes {
 				return errorf(TooBig, name, "archive entry %s is %d bytes, over the limit of %d per file", rel, h.Size, lim.MaxFileBytes)
@@ -100,9 +128,6 @@ func entryPath(name string) (string, error) {
 }
 
 func writeEntry(r io.Reader, dest string, size int64) error {
-	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
-		return err
-	}
 	// O_EXCL: an archive naming a file twice is refused rather than overwriting.
 	f, err := os.OpenFile(dest, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {

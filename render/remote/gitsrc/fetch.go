@@ -254,9 +254,10 @@ func (g *gitCmd) run(ctx context.Context, dir string, args ...string) ([]byte, e
 }
 
 // checkTree sizes the tree of commit from git's listing before anything is
-// written: more than maxFiles files or maxBytes bytes is an error.
+// written: more than maxFiles entries (files and the directories holding
+// them: ls-tree -t lists the trees too) or maxBytes bytes is an error.
 func (g *gitCmd) checkTree(ctx context.Context, commit string, maxBytes, maxFiles int64) error {
-	out, err := g.run(ctx, g.dir, "ls-tree", "-r", "-l", "-z", "--full-tree", commit)
+	out, err := g.run(ctx, g.dir, "ls-tree", "-r", "-t", "-l", "-z", "--full-tree", commit)
 	if err != nil {
 		return err
 	}
@@ -267,14 +268,14 @@ func (g *gitCmd) checkTree(ctx context.Context, commit string, maxBytes, maxFile
 			continue
 		}
 		f := strings.Fields(meta) // mode type object size
-		if len(f) != 4 || f[1] != "blob" {
+		if len(f) != 4 || f[1] != "blob" && f[1] != "tree" {
 			continue
 		}
 		files++
 		n, _ := strconv.ParseInt(f[3], 10, 64)
 		total += n
 		if files > maxFiles {
-			return &Error{Kind: KindTooBig, Msg: fmt.Sprintf("the remote repository has more than %d files, the limit for a remote base", maxFiles)}
+			return &Error{Kind: KindTooBig, Msg: fmt.Sprintf("the remote repository has more than %d files and directories, the limit for a remote base", maxFiles)}
 		}
 		if total > maxBytes {
 			return &Error{Kind: KindTooBig, Msg: fmt.Sprintf("the remote repository's files add up to more than %d MiB, the limit for a remote base", maxBytes>>20)}
