@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,5 +144,134 @@ func TestCacheNeverPassesItsBound(t *testing.T) {
 	wantReason(t, err, TooBig)
 	if s := dirs.Size(); s > 64<<10 {
 		t.Errorf("the cache holds %d bytes", s)
+	}
+}
+
+// indexServer serves a small index at every path ending in index.yaml,
+// counting requests and those in flight, after delay.
+type indexServer struct {
+	*httptest.Server
+	requests, inFlight, maxInFlight atomic.Int64
+}
+
+func newIndexServer(t *testing.T, delay time.Duration) *indexServer {
+	s := &indexServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		n := s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+		for {
+			m := s.maxInFlight.Load()
+			if n <= m || s.maxInFlight.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprintf(w, "apiVersion: v1\nentries:\n  app:\n  - name: app\n    version: 1.0.0\n    apiVersion: v2\n    description: %s\n    urls: [app-1.0.0.tgz]\n", strings.Repeat("d", 4096))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestIndexMemoKeyedWithoutQuery: three HelmRepositories differing only in
+// their query share one download and one parse; the memo keeps a slim copy,
+// bounded in bytes.
+func TestIndexMemoKeyedWithoutQuery(t *testing.T) {
+	srv := newIndexServer(t, 0)
+	f := newFetcher(t, allow(srv.URL+"/"))
+	var first any
+	for i := 1; i <= 3; i++ {
+		idx, err := f.HelmIndex(t.Context(), fmt.Sprintf("%s/charts/?x=%d", srv.URL, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			first = idx
+		} else if any(idx) != first {
+			t.Errorf("?x=%d parsed the index again", i)
+		}
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Errorf("%d requests for three query variants of one repository", n)
+	}
+	if b := f.MemoBytes(); b <= 0 || b > 4096 {
+		t.Errorf("the memo holds %d bytes for one slim index (descriptions dropped)", b)
+	}
+	// A memo bounded below an index's size keeps none: nothing stays.
+	g := newFetcher(t, Policy{Allow: []Prefix{{URL: srv.URL + "/"}}, MaxIndexMemoBytes: 100})
+	if _, err := g.HelmIndex(t.Context(), srv.URL+"/other/"); err != nil {
+		t.Fatal(err)
+	}
+	if b := g.MemoBytes(); b != 0 {
+		t.Errorf("a memo bounded to 100 bytes holds %d", b)
+	}
+}
+
+// TestUnreachableHostOncePerRun: charts of five repositories on one server
+// that never answers cost one timeout, not five; a new run asks again.
+func TestUnreachableHostOncePerRun(t *testing.T) {
+	srv := newIndexServer(t, time.Hour)
+	f := newFetcher(t, Policy{Allow: []Prefix{{URL: srv.URL + "/"}}, Timeout: 300 * time.Millisecond}).NewRun(RunLimits{})
+	for i := range 5 {
+		_, err := f.HelmChart(t.Context(), fmt.Sprintf("%s/repo%d/", srv.URL, i), "app", "1.0.0")
+		wantReason(t, err, Timeout)
+		if i > 0 && !strings.Contains(err.Error(), "failed earlier in this run") {
+			t.Errorf("repo%d: %v", i, err)
+		}
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Errorf("%d requests to a server that does not answer, want 1", n)
+	}
+	g := f.NewRun(RunLimits{})
+	_, err := g.HelmIndex(t.Context(), srv.URL+"/repo0/")
+	wantReason(t, err, Timeout)
+	if n := srv.requests.Load(); n != 2 {
+		t.Errorf("a new run made %d requests in all, want 2", n)
+	}
+}
+
+// TestDownloadsInParallel: indexes of slow repositories are fetched in
+// parallel (a lock per URL), up to MaxConcurrentDownloads at once.
+func TestDownloadsInParallel(t *testing.T) {
+	for _, limit := range []int{2, 4} {
+		srv := newIndexServer(t, 300*time.Millisecond)
+		f := newFetcher(t, Policy{Allow: []Prefix{{URL: srv.URL + "/"}}, MaxConcurrentDownloads: limit})
+		var wg sync.WaitGroup
+		for i := range 5 {
+			wg.Go(func() {
+				if _, err := f.HelmIndex(t.Context(), fmt.Sprintf("%s/r%d/", srv.URL, i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if m := srv.maxInFlight.Load(); m < 2 || m > int64(limit) {
+			t.Errorf("limit %d: %d downloads at once", limit, m)
+		}
+	}
+}
+
+// TestRunLimits: a run stops fetching at its request limit.
+func TestRunLimits(t *testing.T) {
+	srv := newIndexServer(t, 0)
+	f := newFetcher(t, allow(srv.URL+"/")).NewRun(RunLimits{MaxRequests: 2})
+	for i := range 3 {
+		_, err := f.HelmIndex(t.Context(), fmt.Sprintf("%s/r%d/", srv.URL, i))
+		if i < 2 && err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			wantReason(t, err, TooBig)
+			if !strings.Contains(err.Error(), "fetch budget exceeded") {
+				t.Error(err)
+			}
+		}
+	}
+	if r, b := f.Fetched(); r != 3 || b <= 0 {
+		t.Errorf("fetched %d requests, %d bytes", r, b)
 	}
 }

@@ -24,6 +24,10 @@ type Fetcher struct {
 	cache    *Cache
 	// resolve looks up a host's addresses; tests may replace it.
 	resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// shared is what all runs share (memo, URL locks, download slots); run
+	// what this run remembers (NewRun).
+	shared *shared
+	run    *run
 }
 
 // maxRedirects follows Go's http.Client default.
@@ -40,7 +44,7 @@ func NewFetcher(p Policy) (*Fetcher, error) {
 	p = p.withDefaults()
 	f := &Fetcher{policy: p, resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	}}
+	}, shared: newShared(p), run: &run{ttl: rootFailureTTL, failures: map[string]failure{}}}
 	for _, a := range p.Allow {
 		pr, err := parsePrefix(a.URL)
 		if err != nil {
@@ -210,9 +214,28 @@ func (f *Fetcher) download(ctx context.Context, raw string, max int64, w io.Writ
 	if err != nil {
 		return 0, err
 	}
+	if err := f.hostDown(norm.String()); err != nil {
+		return 0, err
+	}
+	if err := f.count(raw); err != nil {
+		return 0, err
+	}
+	release, err := f.shared.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	n, err := f.get(ctx, norm.String(), max, w)
+	f.run.bytes.Add(n)
+	f.noteHost(norm.String(), err)
+	return n, err
+}
+
+// get is download's request, after the checks.
+func (f *Fetcher) get(ctx context.Context, raw string, max int64, w io.Writer) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.policy.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, norm.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
 	if err != nil {
 		return 0, errorf(Invalid, raw, "not a URL")
 	}

@@ -60,6 +60,9 @@ func (f *Fetcher) GitBase(ctx context.Context, spec string) (*GitBase, error) {
 		return nil, err
 	}
 	s.RepoURL = n.String()
+	if err := f.hostDown(s.RepoURL); err != nil {
+		return nil, err
+	}
 	memoKey := s.RepoURL + "\x00" + s.Ref
 	mv, _ := gitMemos.LoadOrStore(f, &gitMemo{m: map[string]gitMemoEntry{}})
 	memo := mv.(*gitMemo)
@@ -87,9 +90,19 @@ func (f *Fetcher) GitBase(ctx context.Context, spec string) (*GitBase, error) {
 			MaxFiles:         int64(f.policy.MaxFiles),
 			Timeout:          f.policy.Timeout,
 		}
+		if err := f.count(s.RepoURL); err != nil {
+			return gitsrc.Result{}, err
+		}
+		release, err := f.shared.acquire(ctx)
+		if err != nil {
+			return gitsrc.Result{}, err
+		}
+		defer release()
 		res, err := g.Fetch(ctx, s)
 		if err != nil {
-			return res, gitError(s.RepoURL, err)
+			err = gitError(s.RepoURL, err)
+			f.noteHost(s.RepoURL, err)
+			return res, err
 		}
 		return res, nil
 	}

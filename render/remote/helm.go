@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/Masterminds/semver/v3"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -36,58 +35,73 @@ type Chart struct {
 	Dir       string // the unpacked chart (holds Chart.yaml), in the cache
 }
 
-// indexMemo keeps each index a process loaded for the policy's IndexTTL, so the
-// base and head renders of one preview resolve ranges against the same index.
-type indexMemo struct {
-	mu sync.Mutex
-	m  map[string]memoEntry
-}
-
-type memoEntry struct {
-	idx *repo.IndexFile
-	at  time.Time
-}
-
-var memos sync.Map // *Fetcher → *indexMemo
-
-func (f *Fetcher) memo() *indexMemo {
-	m, _ := memos.LoadOrStore(f, &indexMemo{m: map[string]memoEntry{}})
-	return m.(*indexMemo)
-}
-
 // HelmIndex fetches (or takes from the cache) the index.yaml of the Helm HTTP
 // repository at repoURL and parses it with Helm's own repo package
 // (repo.LoadIndexFile: entries validated and sorted newest first, as `helm repo
 // update` leaves them). The download is capped at MaxIndexBytes.
+//
+// The parsed index is kept for IndexTTL, so the base and head renders of one
+// preview resolve ranges against the same index, in a memo keyed by the
+// normalised index URL without its query (repositories differing only in
+// their query share one download and one parse) and bounded in bytes
+// (MaxIndexMemoBytes); only what resolving versions reads is kept of it. Each
+// index URL has a lock of its own, so others are fetched meanwhile, and a
+// failure is remembered for the run.
 func (f *Fetcher) HelmIndex(ctx context.Context, repoURL string) (*repo.IndexFile, error) {
-	if err := f.Allowed(repoURL); err != nil {
+	norm, _, err := f.allowed(repoURL)
+	if err != nil {
 		return nil, err
-	}
-	memo := f.memo()
-	memo.mu.Lock()
-	defer memo.mu.Unlock()
-	if e, ok := memo.m[repoURL]; ok && time.Since(e.at) < f.policy.IndexTTL {
-		return e.idx, nil
 	}
 	// Helm's ChartRepository.DownloadIndexFile resolves "index.yaml" against
 	// the repository URL the same way.
-	indexURL, err := repo.ResolveReferenceURL(repoURL, "index.yaml")
+	indexURL, err := repo.ResolveReferenceURL(norm.String(), "index.yaml")
 	if err != nil {
 		return nil, errorf(Invalid, repoURL, "not a repository URL: %v", err)
 	}
-	p, err := f.cache.File(Key("helm-index", repoURL), f.policy.IndexTTL, func(w io.Writer) error {
+	key := indexURL
+	if u, err := url.Parse(indexURL); err == nil {
+		u.RawQuery, u.ForceQuery = "", false
+		key = u.String()
+	}
+	if err := f.run.failed(key); err != nil {
+		return nil, err
+	}
+	unlock := f.shared.lock(key)
+	defer unlock()
+	if idx := f.shared.memoGet(key, f.policy.IndexTTL); idx != nil {
+		return idx, nil
+	}
+	if err := f.run.failed(key); err != nil { // while we waited
+		return nil, err
+	}
+	idx, err := f.loadIndex(ctx, key, indexURL)
+	if err != nil {
+		if ctx.Err() == nil {
+			f.run.remember(key, err)
+		}
+		return nil, err
+	}
+	return idx, nil
+}
+
+func (f *Fetcher) loadIndex(ctx context.Context, key, indexURL string) (*repo.IndexFile, error) {
+	p, err := f.cache.File(Key("helm-index", key), f.policy.IndexTTL, func(w io.Writer) error {
 		_, err := f.download(ctx, indexURL, f.policy.MaxIndexBytes, w)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	if st, err := os.Stat(p); err == nil && st.Size() > bigIndexBytes {
+		f.shared.bigParse.Lock()
+		defer f.shared.bigParse.Unlock()
+	}
 	idx, err := repo.LoadIndexFile(p)
 	if err != nil {
 		_ = os.Remove(p)
 		return nil, errorf(Invalid, indexURL, "not a Helm repository index: %v", shorten(err))
 	}
-	memo.m[repoURL] = memoEntry{idx: idx, at: time.Now()}
+	f.shared.memoPut(key, idx, slimIndex(idx))
 	return idx, nil
 }
 

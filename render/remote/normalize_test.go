@@ -151,12 +151,8 @@ func TestAllowlistEscapes(t *testing.T) {
 	// A URL with dot segments that stays under the prefix is fetched in its
 	// normalised form, with the token, and the server sees no dot segment.
 	before := len(srv.served())
-	idx, err := f.HelmIndex(t.Context(), srv.URL+"/acme/allowed/sub/%2e%2e/")
-	if err != nil {
+	if _, err := f.HelmIndex(t.Context(), srv.URL+"/acme/allowed/sub/%2e%2e/"); err != nil {
 		t.Fatal(err)
-	}
-	if d := idx.Entries["app"][0].Description; d != "served from /acme/allowed/index.yaml" {
-		t.Errorf("fetched %q", d)
 	}
 	got := srv.served()[before:]
 	if len(got) != 1 || got[0].path != "/acme/allowed/index.yaml" || got[0].auth != "Bearer path-scoped-token" {

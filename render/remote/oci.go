@@ -38,6 +38,27 @@ func (f *Fetcher) ociURL(raw string) (string, *prefix, error) {
 	return n.String(), pr, nil
 }
 
+// ociStart begins a registry fetch of the normalised URL norm: a registry
+// that failed to answer earlier in the run is not asked again, the fetch
+// counts against the run's limits and waits for a download slot. done ends
+// it, remembering a failure of the registry's host.
+func (f *Fetcher) ociStart(ctx context.Context, norm string) (done func(error), err error) {
+	if err := f.hostDown(norm); err != nil {
+		return nil, err
+	}
+	if err := f.count(norm); err != nil {
+		return nil, err
+	}
+	release, err := f.shared.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(err error) {
+		release()
+		f.noteHost(norm, err)
+	}, nil
+}
+
 // ociClient is the registry client for the repository at raw (oci://…, as
 // ociURL normalised it).
 func (f *Fetcher) ociClient(raw string, insecure bool) (*oci.Client, error) {
@@ -180,11 +201,16 @@ func ociError(raw string, err error) error {
 
 // ociChart fetches a Helm chart stored in an OCI registry (repoURL oci://…):
 // Flux HelmRepository type oci, Argo CD OCI repoURLs, oci:// dependencies.
-func (f *Fetcher) ociChart(ctx context.Context, repoURL, name, version string) (*Chart, error) {
+func (f *Fetcher) ociChart(ctx context.Context, repoURL, name, version string) (_ *Chart, err error) {
 	norm, _, err := f.ociURL(repoURL)
 	if err != nil {
 		return nil, err
 	}
+	done, err := f.ociStart(ctx, norm)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { done(err) }()
 	full := strings.TrimSuffix(norm, "/") + "/" + name
 	c, err := f.ociClient(full, false)
 	if err != nil {
@@ -260,7 +286,7 @@ type Artifact struct {
 // loading it as a chart archive. Either way the layer must be a gzipped tar,
 // unpacked here with Unpack's checks. Artifact.Archive is the layer as stored
 // (what copy hands on).
-func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, operation string, insecure bool) (*Artifact, error) {
+func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, operation string, insecure bool) (_ *Artifact, err error) {
 	if operation != "" && operation != "extract" && operation != "copy" {
 		// The OCIRepository CRD allows only these two (an enum).
 		return nil, &Error{Reason: Invalid, URL: Redact(ref.URL), Err: fmt.Errorf("layerSelector.operation %q: Flux knows only extract and copy", operation)}
@@ -270,6 +296,11 @@ func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, opera
 		return nil, err
 	}
 	ref.URL = norm
+	done, err := f.ociStart(ctx, norm)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { done(err) }()
 	c, err := f.ociClient(ref.URL, insecure)
 	if err != nil {
 		return nil, err
@@ -304,12 +335,17 @@ func (f *Fetcher) OCIArtifact(ctx context.Context, ref oci.Ref, mediaType, opera
 // repo server) and unpacks its content layer. A Helm chart's directory becomes
 // the root, as the repo server moves the chart's one directory to the root of
 // what it extracts, so `path: .` is the chart.
-func (f *Fetcher) ArgoOCI(ctx context.Context, repoURL, revision string) (*Artifact, error) {
+func (f *Fetcher) ArgoOCI(ctx context.Context, repoURL, revision string) (_ *Artifact, err error) {
 	norm, _, err := f.ociURL(repoURL)
 	if err != nil {
 		return nil, err
 	}
 	repoURL = norm
+	done, err := f.ociStart(ctx, norm)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { done(err) }()
 	c, err := f.ociClient(repoURL, false)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,13 @@ type Policy struct {
 	// IndexTTL is how long a fetched index.yaml is reused (default 5 minutes), so
 	// the base and head of one preview resolve ranges against the same index.
 	IndexTTL time.Duration `yaml:"indexTTL" json:"indexTTL"`
+	// MaxConcurrentDownloads caps the downloads in flight at once, over all
+	// previews (default 4); each URL has a lock of its own, so one slow
+	// repository holds up only what waits for it.
+	MaxConcurrentDownloads int `yaml:"maxConcurrentDownloads" json:"maxConcurrentDownloads"`
+	// MaxIndexMemoBytes bounds the parsed Helm indexes kept in memory for
+	// IndexTTL (default 64 MiB, estimated); least recently used go first.
+	MaxIndexMemoBytes int64 `yaml:"maxIndexMemoBytes" json:"maxIndexMemoBytes"`
 }
 
 // Prefix is one allowed URL prefix, with the credentials sent to URLs under it.
@@ -99,6 +106,12 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.IndexTTL <= 0 {
 		p.IndexTTL = DefaultIndexTTL
+	}
+	if p.MaxConcurrentDownloads <= 0 {
+		p.MaxConcurrentDownloads = DefaultMaxConcurrentDownloads
+	}
+	if p.MaxIndexMemoBytes <= 0 {
+		p.MaxIndexMemoBytes = DefaultMaxIndexMemoBytes
 	}
 	return p
 }
