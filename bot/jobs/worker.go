@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -115,11 +116,23 @@ type Options struct {
 	ArgoClusters []gitops.ArgoCluster
 	// Report is the base of the comment options; MaxChars is set per host.
 	Report report.Options
-	// StatusTimeout bounds the final status call made after the job's context ended.
+	// StatusTimeout bounds the final status call made after the job's context ended,
+	// and the comment post with its final status, which a cancel does not cut
+	// short (a POST abandoned mid-flight may land after a newer head's post).
 	StatusTimeout time.Duration
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// ReconcileDelay is how long after posting a job's comment the worker lists
+	// the comments once more and removes any sticky comment of another head that
+	// landed late (a POST abandoned by a job of an older head, in this process or
+	// another replica, that the host served after this job listed the comments).
+	// Zero means DefaultReconcileDelay; negative turns the second pass off.
+	ReconcileDelay time.Duration
+	Logger         *slog.Logger
+	Now            func() time.Time
 }
+
+// DefaultReconcileDelay is Options.ReconcileDelay's default: longer than a
+// comment POST can be in flight (the adapters' 30 s HTTP timeout).
+const DefaultReconcileDelay = time.Minute
 
 // DefaultOptions: fork PRs off, the re-run hint in comments.
 func DefaultOptions() Options {
@@ -144,6 +157,10 @@ type Worker struct {
 	opts    Options
 
 	postMu keylock.Locks
+
+	timersMu sync.Mutex
+	timers   map[*time.Timer]bool // pending second passes; nil once stopped
+	stopped  bool
 }
 
 // NewWorker builds a Worker. hosts is keyed by bot.PR.Host; obs may be nil.
@@ -152,13 +169,16 @@ func NewWorker(hosts map[string]Host, p Previewer, m *Mirror, heads Store, obs O
 	if opts.StatusTimeout <= 0 {
 		opts.StatusTimeout = def.StatusTimeout
 	}
+	if opts.ReconcileDelay == 0 {
+		opts.ReconcileDelay = DefaultReconcileDelay
+	}
 	if opts.Logger == nil {
 		opts.Logger = def.Logger
 	}
 	if opts.Now == nil {
 		opts.Now = def.Now
 	}
-	return &Worker{hosts: hosts, preview: p, mirror: m, heads: heads, obs: obs, opts: opts}
+	return &Worker{hosts: hosts, preview: p, mirror: m, heads: heads, obs: obs, opts: opts, timers: map[*time.Timer]bool{}}
 }
 
 // Work runs one attempt. A returned error makes River retry with backoff; on the
@@ -171,6 +191,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	outcome, err := j.do(ctx)
 	if err != nil {
 		outcome = j.failed(ctx, err)
+		if refused(err) {
+			// The check is completed; retrying the same commit cannot help.
+			err = river.JobCancel(err)
+		}
 	}
 	d := w.opts.Now().Sub(begin)
 	j.log.Info("job finished", "outcome", outcome, "duration", d.Round(time.Millisecond), "error", errString(err))
@@ -286,16 +310,22 @@ func (j *run) do(ctx context.Context) (string, error) {
 		j.finish(ctx, bot.StateNeutral, "Superseded", why)
 		return OutcomeSuperseded, nil
 	}
-	if err := host.UpsertComment(ctx, j.pr, "", pages); err != nil {
+	// A cancel (a newer push) does not cut the post short: a comment POST
+	// abandoned in flight may still land after the newer head's job listed the
+	// comments. It has its own deadline instead.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*j.w.opts.StatusTimeout)
+	defer cancel()
+	if err := host.UpsertComment(pctx, j.pr, "", pages); err != nil {
 		return "", fmt.Errorf("posting the comment: %w", err)
 	}
-	if err := host.SetStatus(ctx, j.pr, bot.Status{
+	j.w.reconcileLater(j.pr, pages)
+	if err := host.SetStatus(pctx, j.pr, bot.Status{
 		State: state, Title: report.Title(rep), Summary: pages[0],
 		StartedAt: j.started, DetailsURL: j.pr.URL,
 	}); err != nil {
 		return "", fmt.Errorf("setting the final status: %w", err)
 	}
-	j.finished(ctx)
+	j.finished(pctx)
 	if j.w.obs != nil {
 		j.w.obs.ReportPosted(j.pr, rep)
 	}
@@ -422,6 +452,11 @@ func (j *run) failed(ctx context.Context, err error) string {
 		}
 		return OutcomeSuperseded
 	}
+	if refused(err) && !j.started.IsZero() {
+		j.finish(ctx, bot.StateError, "driftpreview refused this commit: "+firstLine(err.Error()),
+			"driftpreview does not preview this commit: "+err.Error()+"\n\nThe limits keep a pull request from filling the bot's disk or memory; change the pull request to stay within them and push again.")
+		return OutcomeError
+	}
 	if j.job.Attempt < j.job.MaxAttempts {
 		j.log.Warn("attempt failed; River will retry", "error", err)
 		return OutcomeRetry
@@ -477,4 +512,71 @@ func firstLine(s string) string {
 		return s[:300] + "…"
 	}
 	return s
+}
+
+// refused says whether err is the pull request's content exceeding a bound
+// (preview.ErrOverLimit, e.g. a checkout bomb): the same commit fails the same
+// way on every attempt.
+func refused(err error) bool { return errors.Is(err, preview.ErrOverLimit) }
+
+// reconcileLater posts pages for pr once more after ReconcileDelay, unless a newer
+// head or a close took over by then: the adapter lists the comments again, so a
+// sticky comment of an older head whose POST landed after this job's post (its
+// job gave up on it, here or in another replica) is deleted as a duplicate, and
+// the PR keeps one sticky comment per check name in every interleaving. Unchanged
+// pages cost one listing.
+func (w *Worker) reconcileLater(pr bot.PR, pages []string) {
+	if w.opts.ReconcileDelay < 0 {
+		return
+	}
+	w.timersMu.Lock()
+	defer w.timersMu.Unlock()
+	if w.stopped {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(w.opts.ReconcileDelay, func() {
+		w.timersMu.Lock()
+		delete(w.timers, t)
+		w.timersMu.Unlock()
+		w.reconcile(pr, pages)
+	})
+	w.timers[t] = true
+}
+
+// reconcile is the second pass of reconcileLater.
+func (w *Worker) reconcile(pr bot.PR, pages []string) {
+	key := PRKey(pr)
+	log := w.opts.Logger.With("host", pr.Host, "repo", pr.Repo, "pr", pr.Number, "head", short(pr.HeadSHA))
+	host, ok := w.hosts[pr.Host]
+	if !ok {
+		return
+	}
+	unlock := w.lockPR(key)
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*w.opts.StatusTimeout)
+	defer cancel()
+	sha, state, found, err := w.heads.Head(ctx, key)
+	if err != nil {
+		log.Error("second pass over the comments: reading the head failed", "error", err)
+		return
+	}
+	if found && (state == queue.PRClosed || sha != "" && sha != pr.HeadSHA) {
+		return // the newer head's job posts, and passes, itself
+	}
+	if err := host.UpsertComment(ctx, pr, "", pages); err != nil {
+		log.Error("second pass over the comments failed", "error", err)
+	}
+}
+
+// Stop cancels the second passes not yet run (the next job of each PR removes
+// what they would have). The server calls it when it shuts down.
+func (w *Worker) Stop() {
+	w.timersMu.Lock()
+	defer w.timersMu.Unlock()
+	w.stopped = true
+	for t := range w.timers {
+		t.Stop()
+	}
+	w.timers = nil
 }

@@ -133,6 +133,17 @@ func (r repo) checkoutBoth(ctx context.Context, base, head, parent string) (chec
 	return co, nil
 }
 
+// ErrOverLimit is matched (errors.Is) by the error of a commit refused for
+// exceeding a checkout limit: the pull request's content is the cause, so trying
+// again cannot help (the bot completes the check at once instead of retrying).
+var ErrOverLimit = errors.New("over a checkout limit")
+
+// limitError is an error message that matches ErrOverLimit.
+type limitError string
+
+func (e limitError) Error() string        { return string(e) }
+func (e limitError) Is(target error) bool { return target == ErrOverLimit }
+
 // Checkout limits. A pull request is untrusted, and git compresses well: a 32 KiB
 // pack holding one 10 MiB blob under nested trees checks out to 1,000 MiB. So the
 // tree is sized from git's listing before a byte is written. Far above any GitOps
@@ -286,7 +297,7 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) (tree, error) {
 	if files > maxCheckoutFiles {
 		cancel()
 		_ = cmd.Wait()
-		return tree{}, fmt.Errorf("the commit has more than %d files, the limit per checkout; driftpreview does not check out trees that large (look for the files the PR adds)", maxCheckoutFiles)
+		return tree{}, limitError(fmt.Sprintf("the commit has more than %d files, the limit per checkout; driftpreview does not check out trees that large (look for the files the PR adds)", maxCheckoutFiles))
 	}
 	if err := cmd.Wait(); err != nil {
 		return tree{}, fmt.Errorf("git ls-tree: %s", gitMessage(stderr.String(), err))
@@ -307,7 +318,7 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) (tree, error) {
 		total += size * blobs[id]
 	}
 	if total > maxCheckoutBytes {
-		return tree{}, fmt.Errorf("the commit's files add up to %d MiB, over the %d MiB limit per checkout; driftpreview does not check out trees that large (look for big or repeated files the PR adds)", total>>20, maxCheckoutBytes>>20)
+		return tree{}, limitError(fmt.Sprintf("the commit's files add up to %d MiB, over the %d MiB limit per checkout; driftpreview does not check out trees that large (look for big or repeated files the PR adds)", total>>20, maxCheckoutBytes>>20))
 	}
 	return tree{files: files, bytes: total, entries: entries}, nil
 }

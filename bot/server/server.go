@@ -180,6 +180,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.Queue.Stop(sctx); err != nil {
 		s.log.Warn("queue shutdown", "error", err)
 	}
+	s.worker.Stop()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serving http: %w", serveErr)
 	}
