@@ -240,7 +240,14 @@ func (d *differ) computeChanges() {
 			// One object at both sides (the base diffed as the head, as
 			// markPreExisting does) is unchanged, with nothing ignored to
 			// count: learnt without normalising it twice.
-			diff, hidden, changed = d.objectDiff(k, bo, ho, secretValues(bo), secretValues(ho))
+			var fields *fieldList
+			if bo != nil && ho != nil {
+				fields = &fieldList{}
+			}
+			diff, hidden, changed = d.objectDiffFields(k, bo, ho, secretValues(bo), secretValues(ho), fields)
+			if fields != nil && changed {
+				c.Fields, c.MoreFields = fields.list, fields.more
+			}
 		}
 		switch {
 		case b == nil:
@@ -264,6 +271,18 @@ func (d *differ) computeChanges() {
 // after normalising, masking and removing ignored paths. It also returns how many
 // changed lines the ignore rules hid and whether anything is left changed.
 func (d *differ) objectDiff(k render.ObjectKey, oldObj, newObj *unstructured.Unstructured, oldVals, newVals map[string]string) (string, int, bool) {
+	return d.objectDiffFields(k, oldObj, newObj, oldVals, newVals, nil)
+}
+
+// fieldList is where objectDiffFields puts the changed fields it finds.
+type fieldList struct {
+	list []FieldChange
+	more int
+}
+
+// objectDiffFields is objectDiff that also lists the changed fields of what the
+// diff shows into fields, when fields is not nil.
+func (d *differ) objectDiffFields(k render.ObjectKey, oldObj, newObj *unstructured.Unstructured, oldVals, newVals map[string]string, fields *fieldList) (string, int, bool) {
 	paths := d.ig.linePaths(k)
 	if len(paths) == 0 && normalizedEqual(oldObj, newObj) {
 		// Nothing to show and no ignored lines to count, learnt without copying.
@@ -291,6 +310,9 @@ func (d *differ) objectDiff(k render.ObjectKey, oldObj, newObj *unstructured.Uns
 	}
 	if a == b {
 		return "", hidden, false
+	}
+	if fields != nil && ma != nil && mb != nil {
+		fields.list, fields.more = FieldChanges(ma.Object, mb.Object, MaxFieldChanges)
 	}
 	return unified(a, b), hidden, true
 }

@@ -171,6 +171,12 @@ type Change struct {
 	RevertsDrift bool `json:"revertsDrift,omitempty"`
 	// IgnoredLines counts diff lines hidden by ignore rules.
 	IgnoredLines int `json:"ignoredLines,omitempty"`
+	// Fields are the changed fields of a modified object, by path, as Diff
+	// shows them (normalised, masked, ignored paths removed): at most
+	// MaxFieldChanges, and MoreFields counts the rest. For a terminal's
+	// summary; not part of the JSON contract.
+	Fields     []FieldChange `json:"-"`
+	MoreFields int           `json:"-"`
 }
 
 // Summary counts a target's changes.
