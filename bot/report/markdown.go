@@ -120,22 +120,26 @@ func (l *layout) headline() string {
 	if len(l.rows) == 0 {
 		parts = append(parts, "✅ no findings")
 	}
+	return "### driftpreview: " + strings.Join(parts, " · ") + ". " + l.verdict() + "\n"
+}
+
+// verdict is the headline's last sentence: what the policy says of the merge.
+func (l *layout) verdict() string {
 	_, notCompared := l.r.Coverage()
-	verdict := "Safe to merge by policy."
 	switch {
 	case l.r.Failing:
-		verdict = "Policy blocks this merge."
+		return "Policy blocks this merge."
 	case l.r.NothingCompared():
 		// Never "safe": nothing was looked at.
-		verdict = "This PR is not judged."
+		return "This PR is not judged."
 	case len(l.rows) == 0 && !l.anyChange():
-		verdict = "No changes."
+		return "No changes."
 	case notCompared > 0:
-		verdict = "Safe to merge by policy for the targets compared."
+		return "Safe to merge by policy for the targets compared."
 	case l.preExisting > 0:
-		verdict = "Safe to merge by policy: nothing this PR introduces fails it."
+		return "Safe to merge by policy: nothing this PR introduces fails it."
 	}
-	return "### driftpreview: " + strings.Join(parts, " · ") + ". " + verdict + "\n"
+	return "Safe to merge by policy."
 }
 
 // coverage is the headline's first part: how many targets, and how many of them
