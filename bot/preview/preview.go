@@ -91,6 +91,10 @@ type Request struct {
 	// RenderCache, when set, keeps renders on disk by content across runs
 	// (DiskCache): the CLI's under the user cache dir, serve's under its work dir.
 	RenderCache *DiskCache
+	// Progress, when set, hears of the run's phases, its targets and its
+	// live reads as they happen (a progress line on a terminal, log lines in
+	// CI). It never changes the report.
+	Progress Progress
 }
 
 // Run executes the whole pipeline for one request and returns the report. An error
@@ -100,6 +104,8 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	if req.Now.IsZero() {
 		req.Now = time.Now()
 	}
+	prog := req.progress()
+	endCheckout := phase(prog, PhaseCheckout)
 	r, err := openRepo(ctx, req.RepoDir, req.GitEnv)
 	if err != nil {
 		return nil, err
@@ -148,6 +154,8 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		return nil, err
 	}
 	baseDir, headDir, changed := co.baseDir, co.headDir, co.changed
+	endCheckout()
+	endTargets := phase(prog, PhaseTargets)
 
 	rep := &diffing.Report{Base: baseSHA, Head: headSHA, GeneratedAt: req.Now.UTC(), Targets: []diffing.TargetReport{}}
 	cfg, err := loadConfig(req, baseDir)
@@ -165,6 +173,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 			})
 		}
 		diffing.Finish(rep, diffing.DefaultPolicy())
+		endTargets()
 		return rep, nil
 	}
 	urls := slices.Clone(req.RepoURLs)
@@ -217,6 +226,15 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	var expired []diffing.Finding
 	cfg, targets, expired = judgeIgnores(cfg, targets, req.Now)
 	rep.Findings = append(rep.Findings, expired...)
+	toRender := 0
+	for i := range targets {
+		if skip == nil || skip[i] == "" {
+			toRender++
+		}
+	}
+	prog.TargetsFound(len(targets), toRender)
+	endTargets()
+	endCompare := phase(prog, PhaseCompare)
 
 	p := pipeline{req: req, cfg: cfg, base: checkout{"base", baseDir}, head: checkout{"head", headDir}, readers: map[string]*live.Reader{}, warm: warm, renders: cache, atBase: atBase, renamed: renamed}
 	// Targets are independent: render and read them in parallel, one per CPU, and
@@ -243,9 +261,15 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			rendered := sync.OnceFunc(rendering.Done)
+			affected := skip == nil || skip[i] == ""
+			rendered := sync.OnceFunc(func() {
+				rendering.Done()
+				if affected {
+					prog.TargetRendered(t.Name)
+				}
+			})
 			defer rendered()
-			if skip != nil && skip[i] != "" {
+			if !affected {
 				rep.Targets[i] = p.notAffected(t, skip[i])
 				return
 			}
@@ -261,6 +285,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	renamesAdopt(rep, targets)
 	dedupeDeprecations(rep)
 	diffing.Finish(rep, cfg.Policy)
+	endCompare()
 	return rep, nil
 }
 
@@ -414,6 +439,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	var lr liveRead
 	if cl != nil && in.HeadErr == nil {
 		lr = p.live(ctx, cl, t, &in, opts)
+		p.req.progress().LiveRead(t.Name)
 		in.Live = lr.state
 		if st := in.Live; st != nil && len(adopted) > 0 {
 			// Tracked live as the old name's, but adopted by the new one.

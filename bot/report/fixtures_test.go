@@ -47,7 +47,7 @@ func exampleReport() *diffing.Report {
 						LiveAction: diffing.ActionModified,
 						LiveDiff:   " spec:\n   volumeClaimTemplates:\n   - metadata:\n       name: data\n     spec:\n       resources:\n         requests:\n-          storage: 10Gi\n+          storage: 20Gi\n"},
 					{Key: deployWeb, Action: diffing.ActionModified, Source: "apps/shop/base/web.yaml",
-						Diff:       " spec:\n-  replicas: 2\n+  replicas: 3\n   template:\n     spec:\n       containers:\n-      - image: nginx:1.25\n+      - image: nginx:1.27\n         name: web\n",
+						Diff: " spec:\n-  replicas: 2\n+  replicas: 3\n   template:\n     spec:\n       containers:\n-      - image: nginx:1.25\n+      - image: nginx:1.27\n         name: web\n",
 						Fields: []diffing.FieldChange{
 							{Path: "spec.replicas", Before: "2", After: "3"},
 							{Path: "spec.template.spec.containers[name=web].image", Before: "nginx:1.25", After: "nginx:1.27"},

@@ -138,7 +138,7 @@ func (w *textWriter) headline(l *layout) {
 	w.nl()
 	if n := l.liveNotice(); n != "" {
 		w.nl()
-		w.line(0, strings.TrimSpace(strings.NewReplacer("> ", "", "**", "").Replace(n)))
+		w.line(0, strings.TrimSpace(strings.NewReplacer("> ", "", "**", "", "This comment shows", "This report shows").Replace(n)))
 	}
 }
 

@@ -77,8 +77,8 @@ func TestTextEscapesControlCharacters(t *testing.T) {
 			Summary: diffing.Summary{Modified: 1},
 			Changes: []diffing.Change{{
 				Key: k, Action: diffing.ActionModified,
-				Diff:   " data:\n-  a: " + hostile + "\n+  a: b\n",
-				Fields: []diffing.FieldChange{{Path: "data.a" + clear, Before: hostile, After: "b" + link}},
+				Diff:       " data:\n-  a: " + hostile + "\n+  a: b\n",
+				Fields:     []diffing.FieldChange{{Path: "data.a" + clear, Before: hostile, After: "b" + link}},
 				LiveAction: diffing.ActionModified, LiveDiff: "-x: " + hostile + "\n+x: y\n",
 			}},
 			Findings: []diffing.Finding{{Rule: diffing.RuleLiveDrift, Severity: diffing.SeverityError, Key: k, Failing: true,
@@ -111,7 +111,7 @@ func TestTextEscapesControlCharacters(t *testing.T) {
 func TestTermSafe(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain text\twith a tab": "plain text\twith a tab",
-		"café 日本 🔴 → ↔":         "café 日本 🔴 → ↔",
+		"café 日本 🔴 → ↔":          "café 日本 🔴 → ↔",
 		"\x1b[31mred":            `\x1b[31mred`,
 		"a\x00b\x7fc":            `a\x00b\x7fc`,
 		"\u0085\u009b":           `\u0085\u009b`,

@@ -30,7 +30,8 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 const usage = `usage:
   driftpreview preview [--repo DIR] --base REF --head REF [--config FILE]
                        [--kubeconfig PATH] [--context NAME] [--live-mode simulate|dry-run|off]
-                       [--format markdown|json] [--target NAME]...
+                       [--format text|markdown|json] [--color auto|always|never] [--quiet]
+                       [--target NAME]...   (--format: text on a terminal, else markdown)
   driftpreview comment [--host auto|github|gitlab] [--dry-run] [--repo DIR] [--config FILE]
                        [--kubeconfig PATH] [--context NAME] [--live-mode simulate|dry-run|off]
                        [--target NAME]...   (in GitHub Actions or GitLab CI: posts the preview)

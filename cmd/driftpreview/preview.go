@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -25,13 +26,19 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var (
 		base       = fl.String("base", "", "base ref or SHA (required)")
 		head       = fl.String("head", "", "head ref or SHA (required)")
-		format     = fl.String("format", "markdown", "markdown or json")
+		format     = fl.String("format", "", "`format` of the report on stdout: text (for a person: coloured diffs, no markup), markdown (the comment the bot posts) or json (default: text when stdout is a terminal, else markdown)")
+		colorMode  = fl.String("color", "auto", "colour the text format: auto (when stdout is a terminal and NO_COLOR is not set), always or never")
+		quiet      = fl.Bool("quiet", false, "no progress on stderr (by default: a line updated in place when stderr is a terminal, else a few log lines)")
 		maxChars   = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
 		cpuProfile = fl.String("cpuprofile", "", "write a pprof CPU profile of this process (not its render children) to FILE")
 		memProfile = fl.String("memprofile", "", "write a pprof heap profile to FILE when the preview ends")
 		traceFile  = fl.String("trace", "", "write Go's execution trace of this process to FILE (go tool trace)")
 	)
 	pf := addPreviewFlags(fl)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, previewUsage)
+		fl.PrintDefaults()
+	}
 	if err := fl.Parse(args); err != nil {
 		return exitError
 	}
@@ -44,8 +51,13 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageErr(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	case *base == "" || *head == "":
 		return usageErr("--base and --head are required")
-	case *format != "markdown" && *format != "json":
-		return usageErr(fmt.Sprintf("--format must be markdown or json, not %q", *format))
+	case *format != "" && *format != "text" && *format != "markdown" && *format != "json":
+		return usageErr(fmt.Sprintf("--format must be text, markdown or json, not %q", *format))
+	case *colorMode != "auto" && *colorMode != "always" && *colorMode != "never":
+		return usageErr(fmt.Sprintf("--color must be auto, always or never, not %q", *colorMode))
+	}
+	if *format == "" {
+		*format = defaultFormat(stdout)
 	}
 	req, err := pf.request()
 	if err != nil {
@@ -62,9 +74,15 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 	}()
 	req.Base, req.Head = *base, *head
+	req.Now = now()
 
 	tuneGC()
+	prog := newProgress(stderr, *quiet, *base+".."+*head)
+	if prog != nil {
+		req.Progress = prog
+	}
 	rep, err := preview.Run(ctx, req)
+	prog.finish(err == nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "driftpreview preview: %v\n", err)
 		return exitError
@@ -77,12 +95,60 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return exitError
 		}
 		stdout.Write(append(b, '\n'))
+	case "text":
+		fmt.Fprint(stdout, report.Text(rep, report.TextOptions{Color: useColor(*colorMode, stdout)}))
 	default:
 		opts := report.DefaultOptions()
 		opts.MaxChars = *maxChars
 		fmt.Fprint(stdout, report.Markdown(rep, opts))
 	}
 	return exitCode(rep, "preview", stderr)
+}
+
+// now is the preview's clock (a test's is fixed, so two runs print the same
+// report).
+var now = time.Now
+
+// previewUsage heads `driftpreview preview --help`.
+const previewUsage = `usage: driftpreview preview --base REF --head REF [flags]
+
+Renders base and head, diffs them with each other and with the live cluster,
+and writes the report to stdout in one of three formats:
+  text      for a person at a terminal: the findings, then each changed object
+            with its changed fields and a coloured diff (no HTML, no tables);
+            the default when stdout is a terminal
+  markdown  exactly the comment the bot posts; the default when stdout is not
+            a terminal (a pipe, a file, CI), so scripts see no change
+  json      the JSON contract (README.md)
+Progress goes to stderr (--quiet for none), never to stdout. Exit code: 0 when
+nothing fails the policy, 1 with failing findings, 2 on a usage, config or
+internal error.
+
+flags:
+`
+
+// defaultFormat is text for a person at a terminal, markdown for anything else.
+func defaultFormat(stdout io.Writer) string {
+	if isTerminal(stdout) {
+		return "text"
+	}
+	return "markdown"
+}
+
+// useColor decides whether the text format is coloured: --color always or
+// never as asked; auto colours a terminal unless NO_COLOR is set (no-color.org)
+// or TERM is dumb.
+func useColor(mode string, stdout io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	return isTerminal(stdout)
 }
 
 // exitCode is the contract's exit code for a report: a config error is 2 (the
