@@ -68,6 +68,17 @@ func TestLateStickyOfOlderHeadRemoved(t *testing.T) {
 				t.Fatal(err)
 			}
 			return lateHost{host: client, hook: srv.BeforeRequest, postPath: "/repos/acme/gitops/issues/17/comments",
+				failPost: func(n int) {
+					srv.FailNext(http.MethodPost, "/repos/acme/gitops/issues/17/comments", n, http.StatusInternalServerError, nil)
+				},
+				status: func(head string) (string, string) {
+					runs := srv.CheckRuns("acme/gitops", head)
+					if len(runs) == 0 {
+						return "", ""
+					}
+					r := runs[len(runs)-1]
+					return r.Status + "/" + r.Conclusion, r.Title
+				},
 				pr: bot.PR{Host: "github", Repo: "acme/gitops", Number: 17, InstallationID: 1, BaseRef: "main", BaseSHA: base},
 				comments: func() []string {
 					var out []string
@@ -89,6 +100,16 @@ func TestLateStickyOfOlderHeadRemoved(t *testing.T) {
 				t.Fatal(err)
 			}
 			return lateHost{host: fileClone{client, "file://" + filepath.Join(root, "acme", "gitops.git")}, hook: srv.BeforeRequest,
+				failPost: func(n int) {
+					srv.FailNext(http.MethodPost, "/api/v4/projects/42/merge_requests/7/notes", n, http.StatusInternalServerError, nil)
+				},
+				status: func(head string) (string, string) {
+					sts := srv.Statuses(42, head)
+					if len(sts) == 0 {
+						return "", ""
+					}
+					return sts[len(sts)-1].State, sts[len(sts)-1].Description
+				},
 				postPath: "/api/v4/projects/42/merge_requests/7/notes",
 				pr:       bot.PR{Host: "gitlab", Repo: "acme/gitops", ProjectID: 42, Number: 7, BaseRef: "main", BaseSHA: base},
 				comments: func() []string {
@@ -103,6 +124,9 @@ func TestLateStickyOfOlderHeadRemoved(t *testing.T) {
 		t.Run(hc.name, func(t *testing.T) {
 			testLateSticky(t, hc.setup, base, headA, headB)
 		})
+		t.Run(hc.name+"/post fails", func(t *testing.T) {
+			testPostFails(t, hc.setup, headA)
+		})
 	}
 }
 
@@ -113,6 +137,11 @@ type lateHost struct {
 	postPath string                          // where comments are POSTed
 	hook     func(func(method, path string)) // the fake's BeforeRequest
 	comments func() []string                 // the bodies of the PR's comments
+	// failPost makes the next n comment POSTs answer 500.
+	failPost func(n int)
+	// status is the latest state and title of head's check ("completed/failure",
+	// "failed"…).
+	status func(head string) (state, title string)
 }
 
 // fileClone is a GitLab adapter whose commits are fetched from a local
@@ -126,10 +155,10 @@ func (f fileClone) FetchSpec(context.Context, bot.PR) (bot.FetchSpec, error) {
 	return bot.FetchSpec{URL: f.url}, nil
 }
 
-func testLateSticky(t *testing.T, setup func(t *testing.T) lateHost, base, headA, headB string) {
+// startWorker runs a worker for lh's host over a SQLite queue (one attempt per
+// job), with the second pass after delay.
+func startWorker(t *testing.T, lh lateHost, delay time.Duration) *queue.Queue {
 	ctx := context.Background()
-	lh := setup(t)
-	client, prTmpl, postPath, comments := lh.host, lh.pr, lh.postPath, lh.comments
 	workers := river.NewWorkers()
 	qopts := queue.DefaultOptions()
 	qopts.DSN = filepath.Join(t.TempDir(), "queue.db")
@@ -142,14 +171,80 @@ func testLateSticky(t *testing.T, setup func(t *testing.T) lateHost, base, headA
 	}
 	t.Cleanup(q.Close)
 	jo := jobs.DefaultOptions()
-	jo.ReconcileDelay = 2 * time.Second
-	w := jobs.NewWorker(map[string]jobs.Host{prTmpl.Host: client}, headPreview{}, jobs.NewMirror(t.TempDir()), q, nil, jo)
+	jo.ReconcileDelay = delay
+	w := jobs.NewWorker(map[string]jobs.Host{lh.pr.Host: lh.host}, headPreview{}, jobs.NewMirror(t.TempDir()), q, nil, jo)
 	t.Cleanup(w.Stop)
 	river.AddWorker(workers, w)
 	if err := q.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.Stop(context.Background()) })
+	return q
+}
+
+// runJob queues the job of lh's PR at head (the PR's newest head) and waits for
+// it to end.
+func runJob(t *testing.T, q *queue.Queue, lh lateHost, head string, wait bool) (int64, rivertype.JobState) {
+	t.Helper()
+	ctx := context.Background()
+	pr := lh.pr
+	pr.HeadSHA = head
+	if err := q.SetHead(ctx, jobs.PRKey(pr), head, queue.PROpen); err != nil {
+		t.Fatal(err)
+	}
+	id, _, err := q.Insert(ctx, jobs.NewArgs(bot.Event{Kind: bot.EventRun, DeliveryID: "d-" + head, PR: pr}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !wait {
+		return id, ""
+	}
+	return id, waitJob(t, q, id)
+}
+
+// waitJob waits for job id to reach a final state.
+func waitJob(t *testing.T, q *queue.Queue, id int64) rivertype.JobState {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		job, err := q.Job(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch job.State {
+		case rivertype.JobStateCompleted, rivertype.JobStateDiscarded, rivertype.JobStateCancelled:
+			return job.State
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d still %s", id, job.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// testPostFails: the comment cannot be posted (the API answers 500 five times,
+// exhausting the adapter's retries) on the job's last attempt: the check is
+// completed as an error that names the post.
+func testPostFails(t *testing.T, setup func(t *testing.T) lateHost, head string) {
+	lh := setup(t)
+	q := startWorker(t, lh, -1)
+	lh.failPost(5)
+	if _, st := runJob(t, q, lh, head, true); st != rivertype.JobStateDiscarded {
+		t.Fatalf("job %s, want discarded after its only attempt", st)
+	}
+	state, title := lh.status(head)
+	if state != "completed/failure" && state != "failed" || !strings.Contains(title, "could not finish") {
+		t.Errorf("check: %q %q, want completed as an error", state, title)
+	}
+	if n := len(lh.comments()); n != 0 {
+		t.Errorf("%d comments", n)
+	}
+}
+
+func testLateSticky(t *testing.T, setup func(t *testing.T) lateHost, base, headA, headB string) {
+	lh := setup(t)
+	postPath, comments := lh.postPath, lh.comments
+	q := startWorker(t, lh, 2*time.Second)
 
 	// GitHub holds the first comment POST (head A's) until released.
 	arrived, release := make(chan struct{}), make(chan struct{})
@@ -168,46 +263,13 @@ func testLateSticky(t *testing.T, setup func(t *testing.T) lateHost, base, headA
 		}
 	})
 
-	run := func(head string) int64 {
-		t.Helper()
-		pr := prTmpl
-		pr.HeadSHA = head
-		if err := q.SetHead(ctx, jobs.PRKey(pr), head, queue.PROpen); err != nil {
-			t.Fatal(err)
-		}
-		id, _, err := q.Insert(ctx, jobs.NewArgs(bot.Event{Kind: bot.EventRun, DeliveryID: "d-" + head, PR: pr}), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	waitFinal := func(id int64) rivertype.JobState {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			job, err := q.Job(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch job.State {
-			case rivertype.JobStateCompleted, rivertype.JobStateDiscarded, rivertype.JobStateCancelled:
-				return job.State
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job %d still %s", id, job.State)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-
-	a := run(headA)
+	a, _ := runJob(t, q, lh, headA, false)
 	<-arrived
 	// A's client gives up on the held POST: A's job ends (its only attempt).
-	if st := waitFinal(a); st != rivertype.JobStateDiscarded {
+	if st := waitJob(t, q, a); st != rivertype.JobStateDiscarded {
 		t.Fatalf("A's job %s, want discarded after the POST timed out", st)
 	}
-	b := run(headB)
-	if st := waitFinal(b); st != rivertype.JobStateCompleted {
+	if _, st := runJob(t, q, lh, headB, true); st != rivertype.JobStateCompleted {
 		t.Fatalf("B's job %s", st)
 	}
 	// Now A's POST lands, after B's post and second listing.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/riverqueue/river/rivertype"
@@ -65,5 +66,37 @@ func TestCheckoutBombCompletesAtOnce(t *testing.T) {
 	}
 	if n := len(host.Comments()); n != 0 {
 		t.Errorf("%d comments posted", n)
+	}
+}
+
+// TestJobTimeoutCompletesCheck: a preview that outlives the job timeout on the
+// last attempt completes its check as an error saying the job gave up.
+func TestJobTimeoutCompletesCheck(t *testing.T) {
+	repo := newGitRepo(t)
+	host := newFakeHost("github", repo.URL)
+	p := newFakePreviewer()
+	p.block[repo.Head] = make(chan struct{}) // never released: only the timeout ends it
+	srv := startServer(t, host, p, func(o *server.Options) {
+		o.Queue.MaxAttempts = 1
+		o.Queue.JobTimeout = time.Second
+	})
+	thePR := pr("acme/shop", 3, repo.Head)
+	thePR.BaseSHA = repo.Base
+	if code := srv.post(t, bot.Event{Kind: bot.EventRun, DeliveryID: "d1", PR: thePR}); code != 202 {
+		t.Fatalf("delivery: %d", code)
+	}
+	eventually(t, "the job to end", func() bool {
+		js := jobStates(t, srv.Queue)
+		return len(js) == 1 && js[0].State == rivertype.JobStateDiscarded
+	})
+	var got []bot.State
+	for _, s := range host.Statuses() {
+		got = append(got, s.Status.State)
+	}
+	if diff := cmp.Diff([]bot.State{bot.StateInProgress, bot.StateError}, got); diff != "" {
+		t.Fatalf("statuses (-want +got):\n%s", diff)
+	}
+	if last := host.Statuses()[1].Status; !strings.Contains(last.Summary, "deadline exceeded") {
+		t.Errorf("final status does not say the job timed out: %+v", last)
 	}
 }
