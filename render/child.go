@@ -64,6 +64,9 @@ type childRequest struct {
 	Deps []localDependency `json:"deps,omitempty"`
 	// Values are the checkout values files of a remote chart, parsed.
 	Values map[string]map[string]any `json:"values,omitempty"`
+	// Templates, when set, is a template job (templateJob) instead of a
+	// render: see ExecuteTemplates.
+	Templates json.RawMessage `json:"templates,omitempty"`
 }
 
 type childResult struct {
@@ -72,6 +75,10 @@ type childResult struct {
 	Objects []childObject `json:"objects,omitempty"`
 	Notes   []string      `json:"notes,omitempty"`
 	Error   *childError   `json:"error,omitempty"`
+	// Templates are a template job's outputs (JSON of [][]any).
+	Templates json.RawMessage `json:"templates,omitempty"`
+	// CPU is the CPU time the process spent on this request.
+	CPU time.Duration `json:"cpu,omitempty"`
 }
 
 type childObject struct {
@@ -87,7 +94,8 @@ type childError struct {
 	Unavailable bool   `json:"unavailable,omitempty"` // an *Unavailable inside it
 	Remote      string `json:"remote,omitempty"`      // its Remote
 	File        string `json:"file,omitempty"`
-	Line        int    `json:"line,omitempty"`
+	Line        int    `json:"line,omitempty"` // or a template job's parameter set
+	Tree        int    `json:"tree,omitempty"` // a template job's tree
 	Msg         string `json:"msg"`
 }
 
@@ -113,7 +121,14 @@ func childMain(in io.Reader, out io.Writer) int {
 			fmt.Fprintf(os.Stderr, "render child: reading the request: %v\n", err)
 			return 3
 		}
-		res := childServe(req)
+		start := processCPU()
+		var res childResult
+		if req.Templates != nil {
+			res = serveTemplates(req.Templates)
+		} else {
+			res = childServe(req)
+		}
+		res.CPU = processCPU() - start
 		if err := json.NewEncoder(w).Encode(res); err != nil {
 			fmt.Fprintf(os.Stderr, "render child: writing the result: %v\n", err)
 			return 3
@@ -163,46 +178,65 @@ func childServe(req childRequest) childResult {
 }
 
 // renderChild runs one render in a render process with opts' limits: a warm
-// one from the pool when there is one. A render that a reused process could not
-// finish (it died, or hit a kernel limit that counts its earlier renders too) is
-// run again once in a new process, so every render gets what a process of its
-// own would give it.
+// one from the pool when there is one.
 func renderChild(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
 	absRoot, err := filepath.Abs(root)
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: resolving root %s: %w", target, root, err)
 	}
-	req, err := json.Marshal(childRequest{Root: absRoot, Checkout: opts.Checkout, Target: target, Opts: opts, Deps: opts.Helm.deps, Values: opts.Helm.checkoutValues})
-	if err != nil {
-		return ObjectSet{}, fmt.Errorf("rendering %s: encoding the request: %w", target, err)
-	}
-	req = append(req, '\n')
 	file := target
 	if file == "" {
 		file = "."
 	}
+	res, err := childDo(ctx, childRequest{Root: absRoot, Checkout: opts.Checkout, Target: target, Opts: opts, Deps: opts.Helm.deps, Values: opts.Helm.checkoutValues}, file, opts)
+	if err != nil {
+		return ObjectSet{}, err
+	}
+	set, err := res.set()
+	set.OutputBytes, set.CPUTime = res.size, res.CPU
+	return set, err
+}
+
+// childAnswer is a render process's answer and its size on the pipe.
+type childAnswer struct {
+	childResult
+	size int64
+}
+
+// childDo sends one request to a render process with opts' limits (a warm one
+// from the pool when there is one) and reads its answer. A request that a
+// reused process could not finish (it died, or hit a kernel limit that counts
+// its earlier requests too) is sent once more to a new process, so every
+// request gets what a process of its own would give it. file names the request
+// in errors.
+func childDo(ctx context.Context, cr childRequest, file string, opts Options) (childAnswer, error) {
+	req, err := json.Marshal(cr)
+	if err != nil {
+		return childAnswer{}, fmt.Errorf("rendering %s: encoding the request: %w", file, err)
+	}
+	req = append(req, '\n')
 	key := poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}
 	for attempt := 0; ; attempt++ {
 		w, err := renderers.get(key, attempt > 0)
 		if err != nil {
-			return ObjectSet{}, fmt.Errorf("rendering %s: %w", target, err)
+			return childAnswer{}, fmt.Errorf("rendering %s: %w", file, err)
 		}
 		reused := w.served > 0
-		set, reusable, died, err := w.do(ctx, req, file, opts)
+		res, reusable, died, err := w.do(ctx, req, file, opts)
 		if died && reused && attempt == 0 && ctx.Err() == nil {
 			// It may have died of what its earlier renders used: again, fresh.
 			w.close()
 			continue
 		}
 		renderers.put(key, w, reusable)
-		return set, err
+		return res, err
 	}
 }
 
 // do sends one request to the worker and reads its answer. reusable reports
 // whether the worker can take another request; died whether it ended without
 // an answer (a limit or a crash, not a timeout).
-func (w *worker) do(ctx context.Context, req []byte, file string, opts Options) (set ObjectSet, reusable, died bool, err error) {
+func (w *worker) do(ctx context.Context, req []byte, file string, opts Options) (ans childAnswer, reusable, died bool, err error) {
 	w.stderr.Reset()
 	tctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -246,20 +280,18 @@ func (w *worker) do(ctx context.Context, req []byte, file string, opts Options) 
 	switch {
 	case ctx.Err() != nil:
 		w.kill()
-		return ObjectSet{}, false, false, fmt.Errorf("rendering %s: %w", file, ctx.Err())
+		return childAnswer{}, false, false, fmt.Errorf("rendering %s: %w", file, ctx.Err())
 	case timedOut.Load() && decErr != nil:
-		return ObjectSet{}, false, false, &Error{File: file, Err: fmt.Errorf("rendering took longer than %s and was stopped; look for templates or kustomizations that loop or grow without bound", opts.Timeout)}
+		return childAnswer{}, false, false, &Error{File: file, Err: fmt.Errorf("rendering took longer than %s and was stopped; look for templates or kustomizations that loop or grow without bound", opts.Timeout)}
 	case overOutput:
-		return ObjectSet{}, false, false, &Error{File: file, Err: fmt.Errorf("the target renders more than %d bytes of manifests (the limit per target) and was stopped; split it into smaller targets", opts.MaxOutputBytes)}
+		return childAnswer{}, false, false, &Error{File: file, Err: fmt.Errorf("the target renders more than %d bytes of manifests (the limit per target) and was stopped; split it into smaller targets", opts.MaxOutputBytes)}
 	case decErr == nil:
-		set, err := res.set()
-		set.OutputBytes = n
-		return set, !res.Exit && !timedOut.Load(), false, err
+		return childAnswer{childResult: res, size: n}, !res.Exit && !timedOut.Load(), false, nil
 	}
 	// No answer: the process died (or is killed now). Wait for it, to tell why.
 	w.kill()
 	<-w.exited
-	return ObjectSet{}, false, true, childFailure(file, w.cmd.ProcessState, w.stderr.String(), opts)
+	return childAnswer{}, false, true, childFailure(file, w.cmd.ProcessState, w.stderr.String(), opts)
 }
 
 // set turns the child's answer back into what Render returns.
@@ -329,6 +361,8 @@ func childFailure(file string, ps *os.ProcessState, stderr string, opts Options)
 	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory") ||
 		strings.Contains(stderr, "errno=12") || threadFailed(stderr) && nearMemoryLimit(ps, opts):
 		return &Error{File: file, Err: fmt.Errorf("rendering used more than the %d MiB memory limit and was stopped; look for templates that build huge strings or lists", opts.MaxMemoryBytes>>20)}
+	case strings.Contains(stderr, "stack exceeds") || strings.Contains(stderr, "stack overflow"):
+		return &Error{File: file, Err: errors.New("rendering recursed too deep and was stopped; look for a template that calls itself")}
 	case cpu >= opts.MaxCPUTime || cpuSignalled(ps):
 		return &Error{File: file, Err: fmt.Errorf("rendering used more than the %s CPU-time limit and was stopped; look for templates or kustomizations that loop or grow without bound", opts.MaxCPUTime)}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -74,6 +75,10 @@ type ObjectSet struct {
 	// OutputBytes is how much the render process sent back for this set: what
 	// a caller counts against a limit over many renders.
 	OutputBytes int64 `json:"-"`
+	// CPUTime is the CPU time the render process spent on this set (zero for
+	// a set from a cache): what a caller counts against a budget over many
+	// renders.
+	CPUTime time.Duration `json:"-"`
 	// Charts are the remote charts and dependencies the render fetched, with the
 	// version each resolved to.
 	Charts []ResolvedChart `json:"-"`

@@ -32,6 +32,10 @@ type Options struct {
 	// (argocd.argoproj.io/hook, or helm.sh/hook from any source type), as an Argo
 	// CD Application does. Helm hooks are always left out of a Helm render.
 	ArgoCDHooks bool
+	// Substitute are Flux postBuild variables, applied to the rendered
+	// objects in the render process (${VAR}, ${VAR:=default}; see
+	// substitute), their output counted against MaxOutputBytes.
+	Substitute map[string]string `json:"substitute,omitempty"`
 
 	// MaxFileBytes caps any single input file; MaxTotalBytes caps what the target
 	// reads and renders together; MaxOutputBytes caps the rendered manifests

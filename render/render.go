@@ -213,6 +213,9 @@ func render(ctx context.Context, root, target string, opts Options) (ObjectSet, 
 	}
 	defaultNamespace(set.Objects, opts.Namespace)
 	set.Sort()
+	if len(opts.Substitute) > 0 {
+		return substitute(set, opts.Substitute, opts.MaxOutputBytes)
+	}
 	return set, nil
 }
 

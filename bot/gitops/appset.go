@@ -60,7 +60,9 @@ func (s SetInfo) AllowsUpdate() bool {
 // expandAppSet turns an ApplicationSet into the Applications Argo CD generates from
 // it (applicationset/controllers/template/template.go GenerateApplications).
 // Generators driftpreview cannot expand become not-rendered entries and notes;
-// the others are still expanded.
+// the others are still expanded. Every template runs in a render process
+// (Options.Templates), once per ApplicationSet and discovery: build runs again
+// after each round of rendering, and takes the same Applications.
 func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []config.Target, notes []string, info SetInfo) {
 	ns := m.namespaceOr(defaultArgoNS)
 	info = SetInfo{Name: m.Name, Namespace: ns, File: m.File, Apps: map[string]map[string]any{}, Complete: true}
@@ -80,81 +82,27 @@ func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []c
 		})
 		notes = append(notes, fmt.Sprintf("ApplicationSet %s (%s): %s", m.Name, m.where(), reason))
 	}
-	var as appSet
-	if err := m.decode(&as); err != nil {
-		skip(fmt.Sprintf("invalid ApplicationSet: %v", err))
-		return nil, notRendered, notes, info
+	if d.sets == nil {
+		d.sets = map[*manifest]*setGen{}
 	}
-	if sp := as.Spec.SyncPolicy; sp != nil {
-		info.Policy, info.Preserve = sp.ApplicationsSync, sp.PreserveResourcesOnDeletion
+	g := d.sets[m]
+	if g == nil {
+		g = d.generateSet(m, ns)
+		d.sets[m] = g
 	}
-	e := &expander{d: d, goTpl: as.Spec.GoTemplate, goOpts: as.Spec.GoTemplateOptions, ns: ns}
-	type generated struct {
-		params   []map[string]any
-		template map[string]any
+	info.Policy, info.Preserve = g.policy, g.preserve
+	notes = append(notes, g.notes...)
+	for _, r := range g.skips {
+		skip(r)
 	}
-	var all []generated
-	var failed error
-	for i, g := range as.Spec.Generators {
-		kinds := generatorKinds(g)
-		if len(kinds) == 0 {
-			// CheckInvalidGenerators (applicationset/utils/utils.go): Argo CD
-			// logs an unrecognized generator and generates nothing from it.
-			notes = append(notes, fmt.Sprintf("ApplicationSet %s (%s): generator %d names no generator Argo CD knows; Argo CD ignores it", m.Name, m.where(), i+1))
-			continue
-		}
-		for _, kind := range kinds {
-			params, err := e.generate(kind, g, nil, 0)
-			var ne *notExpanded
-			switch {
-			case errors.As(err, &ne):
-				skip(ne.reason)
-				continue
-			case err != nil:
-				failed = fmt.Errorf("generator %s: %w", kind, err)
-			}
-			if failed != nil {
-				break
-			}
-			// mergeGeneratorTemplate (generator_spec_processor.go): the
-			// generator's own template, filled in from the ApplicationSet's.
-			tpl := deepCopyMap(as.Spec.Template)
-			if gt := generatorTemplate(g[kind]); gt != nil {
-				tpl = fillFrom(gt, tpl)
-			}
-			all = append(all, generated{params: params, template: tpl})
-		}
-		if failed != nil {
-			break
-		}
-	}
-	var objs []map[string]any
-	if failed == nil {
-		for _, gen := range all {
-			for _, params := range gen.params {
-				obj, err := e.renderApp(gen.template, params, as.Spec.TemplatePatch, info.Preserve)
-				if err != nil {
-					failed = err
-					break
-				}
-				objs = append(objs, obj)
-			}
-			if failed != nil {
-				break
-			}
-		}
-	}
-	if failed != nil {
-		// GenerateApplications returns its first error and the controller then
-		// creates, updates and deletes nothing (applicationset_controller.go
-		// Reconcile): the set is not rendered, and its live Applications stay.
-		skip(fmt.Sprintf("%v (Argo CD applies nothing of an ApplicationSet whose generation fails)", failed))
+	if g.failed {
 		return nil, notRendered, notes, info
 	}
 	// Applications are created in name order (Reconcile sorts validApps); two
 	// with the same name are one Application, the last one rendered winning.
 	byName := map[string]*manifest{}
-	for _, obj := range objs {
+	for _, gen := range g.objs {
+		obj := deepCopyMap(gen)
 		obj["apiVersion"] = "argoproj.io/v1alpha1"
 		obj["kind"] = "Application"
 		md, _ := obj["metadata"].(map[string]any)
@@ -186,6 +134,107 @@ func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []c
 		apps = append(apps, byName[n])
 	}
 	return apps, notRendered, notes, info
+}
+
+// setGen is what an ApplicationSet's generators and templates made, kept for
+// the rounds of discovery that follow: the rendered Applications (without
+// apiVersion, kind and namespace), the reasons it is not (wholly) rendered,
+// notes, and whether generation failed (nothing of it is applied).
+type setGen struct {
+	objs         []map[string]any
+	skips, notes []string
+	failed       bool
+	policy       string
+	preserve     bool
+}
+
+// generateSet runs m's generators and templates.
+func (d *discovery) generateSet(m *manifest, ns string) *setGen {
+	g := &setGen{}
+	var as appSet
+	if err := m.decode(&as); err != nil {
+		g.skips = append(g.skips, fmt.Sprintf("invalid ApplicationSet: %v", err))
+		g.failed = true
+		return g
+	}
+	if sp := as.Spec.SyncPolicy; sp != nil {
+		g.policy, g.preserve = sp.ApplicationsSync, sp.PreserveResourcesOnDeletion
+	}
+	lim := d.opts.TemplateLimits
+	if lim.MaxTotalBytes <= 0 {
+		lim.MaxTotalBytes = render.DefaultTemplateLimits().MaxTotalBytes
+	}
+	e := &expander{d: d, goTpl: as.Spec.GoTemplate, goOpts: as.Spec.GoTemplateOptions, ns: ns,
+		name: "ApplicationSet " + m.Name, lim: lim, room: lim.MaxTotalBytes, maxApps: d.opts.MaxAppsPerSet}
+	type generated struct {
+		params   []map[string]any
+		template map[string]any
+	}
+	var all []generated
+	var failed error
+	total := 0
+	for i, gs := range as.Spec.Generators {
+		kinds := generatorKinds(gs)
+		if len(kinds) == 0 {
+			// CheckInvalidGenerators (applicationset/utils/utils.go): Argo CD
+			// logs an unrecognized generator and generates nothing from it.
+			g.notes = append(g.notes, fmt.Sprintf("ApplicationSet %s (%s): generator %d names no generator Argo CD knows; Argo CD ignores it", m.Name, m.where(), i+1))
+			continue
+		}
+		for _, kind := range kinds {
+			params, err := e.generate(kind, gs, nil, 0)
+			var ne *notExpanded
+			switch {
+			case errors.As(err, &ne):
+				g.skips = append(g.skips, ne.reason)
+				continue
+			case err != nil:
+				failed = fmt.Errorf("generator %s: %w", kind, err)
+			}
+			if failed != nil {
+				break
+			}
+			// Past the Applications one set may generate: counted, not
+			// rendered.
+			if keep := max(0, e.maxApps-total); len(params) > keep {
+				e.cut += len(params) - keep
+				params = params[:keep]
+			}
+			total += len(params)
+			// mergeGeneratorTemplate (generator_spec_processor.go): the
+			// generator's own template, filled in from the ApplicationSet's.
+			tpl := deepCopyMap(as.Spec.Template)
+			if gt := generatorTemplate(gs[kind]); gt != nil {
+				tpl = fillFrom(gt, tpl)
+			}
+			all = append(all, generated{params: params, template: tpl})
+		}
+		if failed != nil {
+			break
+		}
+	}
+	if failed == nil {
+		for _, gen := range all {
+			objs, err := e.renderApps(gen.template, gen.params, as.Spec.TemplatePatch, g.preserve)
+			if err != nil {
+				failed = err
+				break
+			}
+			g.objs = append(g.objs, objs...)
+		}
+	}
+	if failed != nil {
+		// GenerateApplications returns its first error and the controller then
+		// creates, updates and deletes nothing (applicationset_controller.go
+		// Reconcile): the set is not rendered, and its live Applications stay.
+		g.skips = append(g.skips, fmt.Sprintf("%v (Argo CD applies nothing of an ApplicationSet whose generation fails)", failed))
+		g.failed = true
+		return g
+	}
+	if e.cut > 0 {
+		g.skips = append(g.skips, fmt.Sprintf("its generators make %d parameter sets, over the limit of %d Applications per ApplicationSet: the first %d are previewed and %d are left out", total+e.cut, e.maxApps, total, e.cut))
+	}
+	return g
 }
 
 // generatorKinds are the generators one entry of spec.generators names
@@ -281,48 +330,57 @@ func deepCopy(v any) any {
 	return v
 }
 
-// renderApp renders one Application from the template and one parameter set
+// renderApps renders one Application from the template per parameter set
 // (utils.Render.RenderTemplateParams), applies templatePatch
 // (controllers/template/patch.go) and adds the resources finalizer the way
-// Argo CD does.
-func (e *expander) renderApp(tpl map[string]any, params map[string]any, patch *string, preserve bool) (map[string]any, error) {
-	out, err := e.substTree(tpl, params, nil)
+// Argo CD does. The template and the patch of every set are executed in one
+// batch in a render process.
+func (e *expander) renderApps(tpl map[string]any, sets []map[string]any, patch *string, preserve bool) ([]map[string]any, error) {
+	trees := []render.TemplateTree{{Tree: tpl}}
+	if patch != nil {
+		trees = append(trees, render.TemplateTree{Tree: *patch})
+	}
+	out, err := e.exec(trees, sets)
+	if te, ok := errors.AsType[*render.TemplateError](err); ok && te.Tree == 1 {
+		return nil, fmt.Errorf("error replacing values in templatePatch: %w", te.Err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	obj, _ := out.(map[string]any)
-	if obj == nil {
-		obj = map[string]any{}
-	}
-	// The template's metadata fields are the Application's (GetTempApplication).
-	app := map[string]any{"metadata": map[string]any{}}
-	md := app["metadata"].(map[string]any)
-	if tm, ok := obj["metadata"].(map[string]any); ok {
-		for _, k := range []string{"name", "namespace", "labels", "annotations", "finalizers"} {
-			if v, ok := tm[k]; ok && v != nil {
-				md[k] = v
+	apps := make([]map[string]any, 0, len(out))
+	for _, o := range out {
+		obj, _ := o[0].(map[string]any)
+		if obj == nil {
+			obj = map[string]any{}
+		}
+		// The template's metadata fields are the Application's (GetTempApplication).
+		app := map[string]any{"metadata": map[string]any{}}
+		md := app["metadata"].(map[string]any)
+		if tm, ok := obj["metadata"].(map[string]any); ok {
+			for _, k := range []string{"name", "namespace", "labels", "annotations", "finalizers"} {
+				if v, ok := tm[k]; ok && v != nil {
+					md[k] = v
+				}
 			}
 		}
-	}
-	if spec, ok := obj["spec"]; ok {
-		app["spec"] = spec
-	}
-	// RenderTemplateParams adds the resources finalizer when the template has no
-	// finalizers and the set does not preserve resources on deletion.
-	if fs, _ := md["finalizers"].([]any); len(fs) == 0 && !preserve {
-		md["finalizers"] = []any{resourcesFinalizer}
-	}
-	if patch != nil {
-		s, err := e.replace(*patch, params, nil)
-		if err != nil {
-			return nil, fmt.Errorf("error replacing values in templatePatch: %w", err)
+		if spec, ok := obj["spec"]; ok {
+			app["spec"] = spec
 		}
-		app, err = applyTemplatePatch(app, s)
-		if err != nil {
-			return nil, err
+		// RenderTemplateParams adds the resources finalizer when the template has no
+		// finalizers and the set does not preserve resources on deletion.
+		if fs, _ := md["finalizers"].([]any); len(fs) == 0 && !preserve {
+			md["finalizers"] = []any{resourcesFinalizer}
 		}
+		if patch != nil {
+			s, _ := o[1].(string)
+			app, err = applyTemplatePatch(app, s)
+			if err != nil {
+				return nil, err
+			}
+		}
+		apps = append(apps, app)
 	}
-	return app, nil
+	return apps, nil
 }
 
 // applyTemplatePatch applies a rendered templatePatch the way patch.go does: a

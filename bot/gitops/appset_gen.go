@@ -1,7 +1,6 @@
 package gitops
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,12 +15,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/template"
 
-	"github.com/Masterminds/sprig/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/yaml"
 
 	"github.com/driftpreview/driftpreview/render"
 )
@@ -58,6 +54,16 @@ type expander struct {
 	goTpl  bool
 	goOpts []string
 	ns     string
+	// name names the set in errors of the render process.
+	name string
+	// lim are the limits of the set's templates (Options.TemplateLimits);
+	// room is what is left of lim.MaxTotalBytes.
+	lim  render.TemplateLimits
+	room int64
+	// maxApps is Options.MaxAppsPerSet; cut counts the parameter sets a
+	// matrix did not make past it.
+	maxApps int
+	cut     int
 }
 
 // maxNesting is how deep matrix and merge nest: a top-level matrix or merge may
@@ -67,21 +73,15 @@ type expander struct {
 const maxNesting = 1
 
 // generate runs one generator of kind of the spec entry (Transform in
-// applicationset/generators/generator_spec_processor.go): the generator spec is
-// first interpolated with interp (a matrix's first child's parameters), then
-// expanded, then filtered by the entry's selector on the flattened parameters.
-func (e *expander) generate(kind string, entry map[string]json.RawMessage, interp map[string]any, depth int) ([]map[string]any, error) {
-	var spec any
-	if err := json.Unmarshal(entry[kind], &spec); err != nil {
-		return nil, fmt.Errorf("reading %s generator: %w", kind, err)
-	}
-	if len(interp) > 0 {
-		// RenderGeneratorParams (applicationset/utils/utils.go).
-		s, err := e.interpolate(spec, interp)
-		if err != nil {
-			return nil, fmt.Errorf("failed to replace parameters in generator: %w", err)
+// applicationset/generators/generator_spec_processor.go): the generator spec
+// (interpolated with a matrix's first child's parameters when it is a
+// matrix's second child: spec, else nil) is expanded, then filtered by the
+// entry's selector on the flattened parameters.
+func (e *expander) generate(kind string, entry map[string]json.RawMessage, spec any, depth int) ([]map[string]any, error) {
+	if spec == nil {
+		if err := json.Unmarshal(entry[kind], &spec); err != nil {
+			return nil, fmt.Errorf("reading %s generator: %w", kind, err)
 		}
-		spec = s
 	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -209,276 +209,110 @@ func flattenParams(in map[string]any) map[string]string {
 	return out
 }
 
-// interpolate renders every string of a generator spec with a matrix's first
-// child's parameters (RenderGeneratorParams). A generator's own values are
-// resolved with missingkey=error and kept as written when a key is missing, so
-// they can still refer to the generator's own parameters.
-func (e *expander) interpolate(spec any, params map[string]any) (any, error) {
+// exec executes trees with each parameter set in a render process
+// (render.ExecuteTemplates, or Options.Templates), under the limits the set
+// has left: what one ApplicationSet's templates produce together is bounded by
+// TemplateLimits.MaxTotalBytes.
+func (e *expander) exec(trees []render.TemplateTree, params []map[string]any) ([][]any, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	lim := e.lim
+	lim.MaxTotalBytes = e.room
+	if lim.MaxTotalBytes <= 0 {
+		return nil, fmt.Errorf("the templates produce more than %d bytes in all (the limit for one ApplicationSet's templates); look for templates that generate huge values, or generators that make many parameter sets", e.lim.MaxTotalBytes)
+	}
+	req := render.TemplateRequest{Name: e.name, GoTemplate: e.goTpl, Options: e.goOpts, Trees: trees, Params: params}
+	res, err := e.d.templates(e.d.ctx, req, lim)
+	e.room -= res.Bytes
+	if err != nil {
+		return nil, err
+	}
+	return res.Out, nil
+}
+
+// interpolateAll renders every string of a generator spec with each of a
+// matrix's first child's parameter sets (RenderGeneratorParams in
+// applicationset/utils/utils.go): one spec per set. A generator's own values
+// are resolved with missingkey=error and kept as written when a key is
+// missing, so they can still refer to the generator's own parameters.
+func (e *expander) interpolateAll(spec any, interps []map[string]any) ([]any, error) {
 	m, ok := spec.(map[string]any)
 	if !ok {
-		return e.substTree(spec, params, nil)
+		out, err := e.exec([]render.TemplateTree{{Tree: spec}}, interps)
+		if err != nil {
+			return nil, err
+		}
+		specs := make([]any, len(out))
+		for i, o := range out {
+			specs[i] = o[0]
+		}
+		return specs, nil
 	}
 	vals, hasVals := m["values"].(map[string]any)
 	rest := maps.Clone(m)
 	delete(rest, "values")
-	out, err := e.substTree(rest, params, nil)
+	trees := []render.TemplateTree{{Tree: rest}}
+	if hasVals {
+		trees = append(trees, render.TemplateTree{Tree: vals, Values: true})
+	}
+	out, err := e.exec(trees, interps)
 	if err != nil {
 		return nil, err
 	}
-	if hasVals {
-		opts := slices.DeleteFunc(slices.Clone(e.goOpts), func(o string) bool { return strings.HasPrefix(o, "missingkey=") })
-		opts = append(opts, "missingkey=error")
-		resolved := map[string]any{}
-		for k, v := range vals {
-			s, _ := v.(string)
-			r, err := e.replace(s, params, opts)
-			switch {
-			case err != nil && isMissingKey(err):
-				resolved[k] = s
-			case err != nil:
-				return nil, fmt.Errorf("failed to pre-resolve Values key %q: %w", k, err)
-			default:
-				resolved[k] = r
+	specs := make([]any, len(out))
+	for i, o := range out {
+		r, _ := o[0].(map[string]any)
+		if r == nil {
+			r = map[string]any{}
+		}
+		if hasVals {
+			r["values"] = o[1]
+		}
+		specs[i] = r
+	}
+	return specs, nil
+}
+
+// appendValues adds a generator's values to each parameter set, each rendered
+// with its set (appendTemplatedValues in value_interpolation.go): values.<key>
+// without Go templates, a values map with them. All sets are rendered in one
+// batch; a failing template's error says which set (index) it was.
+func (e *expander) appendValues(values map[string]string, sets []map[string]any) (int, error) {
+	if len(values) == 0 || len(sets) == 0 {
+		return 0, nil
+	}
+	// The keys are not templates: the values are executed as a list.
+	keys := slices.Sorted(maps.Keys(values))
+	list := make([]any, len(keys))
+	for i, k := range keys {
+		list[i] = values[k]
+	}
+	out, err := e.exec([]render.TemplateTree{{Tree: list}}, sets)
+	if err != nil {
+		if te, ok := errors.AsType[*render.TemplateError](err); ok {
+			return te.Param, fmt.Errorf("failed to replace templated string: %w", te.Err)
+		}
+		return -1, err
+	}
+	for i, params := range sets {
+		got, _ := out[i][0].([]any)
+		tmp := map[string]any{}
+		vm := map[string]any{}
+		for j, k := range keys {
+			r, _ := got[j].(string)
+			if e.goTpl {
+				vm[k] = r
+			} else {
+				tmp["values."+k] = r
 			}
-		}
-		out.(map[string]any)["values"] = resolved
-	}
-	return out, nil
-}
-
-func isMissingKey(err error) bool {
-	return strings.Contains(err.Error(), "map has no entry for key") || strings.Contains(err.Error(), "can't evaluate field")
-}
-
-// substTree renders every string of v, map keys included (utils.go
-// deeplyReplace); nil map values are dropped.
-func (e *expander) substTree(v any, params map[string]any, opts []string) (any, error) {
-	switch x := v.(type) {
-	case string:
-		return e.replace(x, params, opts)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, el := range x {
-			if el == nil {
-				continue
-			}
-			s, err := e.substTree(el, params, opts)
-			if err != nil {
-				return nil, err
-			}
-			nk, err := e.replace(k, params, opts)
-			if err != nil {
-				return nil, err
-			}
-			out[nk] = s
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, el := range x {
-			s, err := e.substTree(el, params, opts)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = s
-		}
-		return out, nil
-	}
-	return v, nil
-}
-
-// replace renders one string (Render.Replace in applicationset/utils/utils.go):
-// a Go template with Sprig's functions when goTemplate is on, else fasttemplate
-// {{param}} substitution, leaving unknown parameters as they are. opts nil means
-// the ApplicationSet's goTemplateOptions.
-func (e *expander) replace(s string, params map[string]any, opts []string) (string, error) {
-	if opts == nil {
-		opts = e.goOpts
-	}
-	if e.goTpl {
-		t, err := baseTemplate.Clone()
-		if err != nil {
-			return "", err
-		}
-		for _, o := range opts {
-			if err := optionSafe(t, o); err != nil {
-				return "", err
-			}
-		}
-		t, err = t.Parse(s)
-		if err != nil {
-			return "", fmt.Errorf("failed to parse template %s: %w", s, err)
-		}
-		var buf bytes.Buffer
-		if err := t.Execute(&buf, params); err != nil {
-			return "", fmt.Errorf("failed to execute go template %s: %w", s, err)
-		}
-		return buf.String(), nil
-	}
-	return fastReplace(s, params)
-}
-
-// optionSafe sets a text/template option, turning the panic an unknown option
-// causes into an error.
-func optionSafe(t *template.Template, o string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("goTemplateOptions: %v", r)
-		}
-	}()
-	t.Option(o)
-	return nil
-}
-
-var isTemplated = regexp.MustCompile(".*{{.*}}.*")
-
-// fastReplace is valyala/fasttemplate with {{ and }} as Argo CD calls it: each tag
-// is trimmed and looked up; a missing or non-string parameter is left as written;
-// an opening tag without a closing one is an error.
-func fastReplace(s string, params map[string]any) (string, error) {
-	if !isTemplated.MatchString(s) {
-		return s, nil
-	}
-	var b strings.Builder
-	rest := s
-	for {
-		i := strings.Index(rest, "{{")
-		if i < 0 {
-			b.WriteString(rest)
-			return b.String(), nil
-		}
-		b.WriteString(rest[:i])
-		rest = rest[i+2:]
-		j := strings.Index(rest, "}}")
-		if j < 0 {
-			return "", fmt.Errorf("invalid template: cannot find end tag=%q in the template=%q starting from %q", "}}", s, rest)
-		}
-		tag := rest[:j]
-		rest = rest[j+2:]
-		name := strings.TrimSpace(tag)
-		if v, ok := params[name].(string); ok && name != "" {
-			b.WriteString(v)
-		} else {
-			b.WriteString("{{" + tag + "}}")
-		}
-	}
-}
-
-// baseTemplate carries Sprig's functions without env, expandenv and
-// getHostByName, plus normalize, slugify, toYaml, fromYaml and fromYamlArray
-// (applicationset/utils/utils.go init).
-var baseTemplate = func() *template.Template {
-	fm := sprig.GenericFuncMap()
-	delete(fm, "env")
-	delete(fm, "expandenv")
-	delete(fm, "getHostByName")
-	fm["normalize"] = sanitizeName
-	fm["slugify"] = slugify
-	fm["toYaml"] = func(v any) (string, error) {
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return "", err
-		}
-		return strings.TrimSuffix(string(b), "\n"), nil
-	}
-	fm["fromYaml"] = func(s string) (map[string]any, error) {
-		m := map[string]any{}
-		if err := render.UnmarshalYAML([]byte(s), "fromYaml", &m); err != nil {
-			return nil, err
-		}
-		return m, nil
-	}
-	fm["fromYamlArray"] = func(s string) ([]any, error) {
-		a := []any{}
-		if err := render.UnmarshalYAML([]byte(s), "fromYamlArray", &a); err != nil {
-			return nil, err
-		}
-		return a, nil
-	}
-	return template.New("base").Funcs(fm)
-}()
-
-var invalidDNSChars = regexp.MustCompile(`[^-a-z0-9.]`)
-
-// sanitizeName is SanitizeName (applicationset/utils/template_functions.go):
-// lower case, anything but [-a-z0-9.] becomes -, at most 253 characters, no
-// leading or trailing - or ..
-func sanitizeName(name string) string {
-	name = invalidDNSChars.ReplaceAllString(strings.ToLower(name), "-")
-	if len(name) > 253 {
-		name = name[:253]
-	}
-	return strings.Trim(name, "-.")
-}
-
-var slugInvalid, slugDashes = regexp.MustCompile(`[^a-z0-9-_]`), regexp.MustCompile(`-+`)
-
-// slugify is SlugifyName (applicationset/utils/utils.go): slugify [maxSize 50]
-// [smartTruncate true] name; the name is sanitized, then made a slug the way
-// gosimple/slug does for such input (. becomes -, runs of - collapse, trimmed,
-// cut at a word boundary when smart truncation is on).
-func slugify(args ...any) (string, error) {
-	maxSize, smart, name := 50, true, ""
-	for i, a := range args {
-		var ok bool
-		switch i {
-		case len(args) - 1:
-			name, ok = a.(string)
-		case 0:
-			maxSize, ok = a.(int)
-		case 1:
-			smart, ok = a.(bool)
-		default:
-			return "", errors.New("bad 'slugify' arguments")
-		}
-		if !ok {
-			return "", fmt.Errorf("bad 'slugify' argument %v", a)
-		}
-	}
-	s := slugInvalid.ReplaceAllString(sanitizeName(name), "-")
-	s = strings.Trim(slugDashes.ReplaceAllString(s, "-"), "-_")
-	if len(s) <= maxSize {
-		return s, nil
-	}
-	if !smart {
-		return s[:maxSize], nil
-	}
-	words := strings.SplitAfter(s, "-")
-	if len(words[0]) > maxSize {
-		return words[0][:maxSize], nil
-	}
-	var t string
-	for _, w := range words {
-		if len(t)+len(w)-1 > maxSize {
-			break
-		}
-		t += w
-	}
-	return strings.Trim(t, "-"), nil
-}
-
-// appendValues adds a generator's values to params, each rendered with params
-// (appendTemplatedValues in value_interpolation.go): values.<key> without Go
-// templates, a values map with them.
-func (e *expander) appendValues(values map[string]string, params map[string]any) error {
-	tmp := map[string]any{}
-	vm := map[string]any{}
-	for k, v := range values {
-		r, err := e.replace(v, params, nil)
-		if err != nil {
-			return fmt.Errorf("failed to replace templated string: %w", err)
 		}
 		if e.goTpl {
-			vm[k] = r
-		} else {
-			tmp["values."+k] = r
+			tmp["values"] = vm
 		}
+		maps.Copy(params, tmp)
 	}
-	if e.goTpl && len(values) > 0 {
-		tmp["values"] = vm
-	}
-	maps.Copy(params, tmp)
-	return nil
+	return 0, nil
 }
 
 // list is the list generator (list.go): elements as they are with Go templates;
@@ -561,11 +395,10 @@ func (e *expander) git(raw []byte) ([]map[string]any, error) {
 		}
 		var res []map[string]any
 		for _, dir := range filterDirs(gg.Directories, dirs) {
-			p := e.dirParams(dir, gg.PathParamPrefix)
-			if err := e.appendValues(gg.Values, p); err != nil {
-				return nil, fmt.Errorf("failed to append templated values: %w", err)
-			}
-			res = append(res, p)
+			res = append(res, e.dirParams(dir, gg.PathParamPrefix))
+		}
+		if _, err := e.appendValues(gg.Values, res); err != nil {
+			return nil, fmt.Errorf("failed to append templated values: %w", err)
 		}
 		return res, nil
 	case len(gg.Files) > 0:
@@ -603,7 +436,7 @@ func (e *expander) dirParams(dir, prefix string) map[string]any {
 	params := map[string]any{}
 	if e.goTpl {
 		p := map[string]any{
-			"path": dir, "basename": path.Base(dir), "basenameNormalized": sanitizeName(path.Base(dir)),
+			"path": dir, "basename": path.Base(dir), "basenameNormalized": render.SanitizeName(path.Base(dir)),
 			"segments": stringsToAny(strings.Split(dir, "/")),
 		}
 		if prefix != "" {
@@ -619,7 +452,7 @@ func (e *expander) dirParams(dir, prefix string) map[string]any {
 	}
 	params[name] = dir
 	params[name+".basename"] = path.Base(dir)
-	params[name+".basenameNormalized"] = sanitizeName(path.Base(dir))
+	params[name+".basenameNormalized"] = render.SanitizeName(path.Base(dir))
 	for i, s := range strings.Split(dir, "/") {
 		if s != "" {
 			params[name+"["+strconv.Itoa(i)+"]"] = s
@@ -665,6 +498,8 @@ func (e *expander) gitFiles(items []gitPathItem, values map[string]string, prefi
 	}
 	paths := slices.Sorted(maps.Keys(picked))
 	var res []map[string]any
+	var from []string // the file of each parameter set
+	read := int64(0)
 	for _, f := range paths {
 		full := filepath.Join(e.d.root, filepath.FromSlash(f))
 		st, err := os.Stat(full)
@@ -674,22 +509,36 @@ func (e *expander) gitFiles(items []gitPathItem, values map[string]string, prefi
 		if st.Size() > maxScanBytes {
 			return nil, fmt.Errorf("unable to process file '%s' from repository '%s': larger than %d MiB", f, repoURL, maxScanBytes>>20)
 		}
+		// What the files give goes to the templates in one batch: their
+		// bytes together are held to the set's template output limit.
+		if read += st.Size(); read > e.lim.MaxTotalBytes {
+			return nil, fmt.Errorf("the git files generator reads more than %d bytes of files (the limit for one ApplicationSet's templates), at '%s'; match fewer or smaller files", e.lim.MaxTotalBytes, f)
+		}
 		b, err := os.ReadFile(full)
 		if err != nil {
 			return nil, fmt.Errorf("unable to process file '%s' from repository '%s': %w", f, repoURL, err)
 		}
-		ps, err := e.fileParams(f, b, values, prefix)
+		ps, err := e.fileParams(f, b, prefix)
 		if err != nil {
 			return nil, fmt.Errorf("unable to process file '%s' from repository '%s': %w", f, repoURL, err)
 		}
 		res = append(res, ps...)
+		for range ps {
+			from = append(from, f)
+		}
+	}
+	if i, err := e.appendValues(values, res); err != nil {
+		if i < 0 {
+			return nil, err
+		}
+		return nil, fmt.Errorf("unable to process file '%s' from repository '%s': failed to append templated values: %w", from[i], repoURL, err)
 	}
 	return res, nil
 }
 
 // fileParams is generateParamsFromGitFile: the file's keys (flattened to dotted
 // keys without Go templates) plus the path parameters of the file.
-func (e *expander) fileParams(file string, content []byte, values map[string]string, prefix string) ([]map[string]any, error) {
+func (e *expander) fileParams(file string, content []byte, prefix string) ([]map[string]any, error) {
 	var objs []map[string]any
 	single := map[string]any{}
 	if err := render.UnmarshalYAML(content, file, &single); err == nil {
@@ -705,7 +554,7 @@ func (e *expander) fileParams(file string, content []byte, values map[string]str
 			maps.Copy(params, obj)
 			p := map[string]any{
 				"path": dir, "basename": path.Base(dir), "filename": path.Base(file),
-				"basenameNormalized": sanitizeName(path.Base(dir)), "filenameNormalized": sanitizeName(path.Base(file)),
+				"basenameNormalized": render.SanitizeName(path.Base(dir)), "filenameNormalized": render.SanitizeName(path.Base(file)),
 				"segments": stringsToAny(strings.Split(dir, "/")),
 			}
 			if prefix != "" {
@@ -724,16 +573,13 @@ func (e *expander) fileParams(file string, content []byte, values map[string]str
 			params[name] = dir
 			params[name+".basename"] = path.Base(dir)
 			params[name+".filename"] = path.Base(file)
-			params[name+".basenameNormalized"] = sanitizeName(path.Base(dir))
-			params[name+".filenameNormalized"] = sanitizeName(path.Base(file))
+			params[name+".basenameNormalized"] = render.SanitizeName(path.Base(dir))
+			params[name+".filenameNormalized"] = render.SanitizeName(path.Base(file))
 			for i, s := range strings.Split(dir, "/") {
 				if s != "" {
 					params[name+"["+strconv.Itoa(i)+"]"] = s
 				}
 			}
-		}
-		if err := e.appendValues(values, params); err != nil {
-			return nil, fmt.Errorf("failed to append templated values: %w", err)
 		}
 		res = append(res, params)
 	}
@@ -881,7 +727,7 @@ func (e *expander) clusters(raw []byte) ([]map[string]any, error) {
 		if c.Server == inClusterURL {
 			hasLocal = true
 		}
-		params := map[string]any{"name": c.Name, "nameNormalized": sanitizeName(c.Name), "server": c.Server, "project": c.Project}
+		params := map[string]any{"name": c.Name, "nameNormalized": render.SanitizeName(c.Name), "server": c.Server, "project": c.Project}
 		if e.goTpl {
 			meta := map[string]any{}
 			if len(c.Annotations) > 0 {
@@ -899,17 +745,21 @@ func (e *expander) clusters(raw []byte) ([]map[string]any, error) {
 				params["metadata.labels."+k] = v
 			}
 		}
-		if err := e.appendValues(cg.Values, params); err != nil {
-			return nil, fmt.Errorf("error appending templated values for cluster: %w", err)
-		}
 		res = append(res, params)
 	}
+	local := -1
 	if !ignoreLocal && !hasLocal {
-		params := map[string]any{"name": inClusterName, "nameNormalized": inClusterName, "server": inClusterURL, "project": ""}
-		if err := e.appendValues(cg.Values, params); err != nil {
+		local = len(res)
+		res = append(res, map[string]any{"name": inClusterName, "nameNormalized": inClusterName, "server": inClusterURL, "project": ""})
+	}
+	if i, err := e.appendValues(cg.Values, res); err != nil {
+		switch {
+		case i < 0:
+			return nil, err
+		case i == local:
 			return nil, fmt.Errorf("error appending templated values for local cluster: %w", err)
 		}
-		res = append(res, params)
+		return nil, fmt.Errorf("error appending templated values for cluster: %w", err)
 	}
 	if cg.FlatList {
 		list := make([]any, len(res))
@@ -951,17 +801,59 @@ type nestedGenerators struct {
 }
 
 // child runs one child of a matrix or merge (getParams in matrix.go and merge.go):
-// it names exactly one generator, whose own template is ignored.
-func (e *expander) child(entry map[string]json.RawMessage, interp map[string]any, depth int) ([]map[string]any, error) {
+// it names exactly one generator, whose own template is ignored. spec, when not
+// nil, is the generator's spec interpolated (childSpecs).
+func (e *expander) child(entry map[string]json.RawMessage, spec any, depth int) ([]map[string]any, error) {
+	kind, err := childKind(entry)
+	if err != nil {
+		return nil, err
+	}
+	return e.generate(kind, entry, spec, depth+1)
+}
+
+// childKind is the one generator a child of a matrix or merge names; its own
+// template is dropped.
+func childKind(entry map[string]json.RawMessage) (string, error) {
 	kinds := generatorKinds(entry)
 	delete(entry, "template")
 	switch {
 	case len(kinds) == 0:
-		return nil, errors.New("child generator generated no parameters")
+		return "", errors.New("child generator generated no parameters")
 	case len(kinds) > 1:
-		return nil, errors.New("found more than one generator in matrix.Generators")
+		return "", errors.New("found more than one generator in matrix.Generators")
 	}
-	return e.generate(kinds[0], entry, interp, depth+1)
+	return kinds[0], nil
+}
+
+// childSpecs interpolates a matrix's second child with each parameter set of
+// the first (RenderGeneratorParams, in Transform), in one batch: specs[i] is
+// the spec for interps[i], nil where interps[i] is empty (not interpolated).
+func (e *expander) childSpecs(entry map[string]json.RawMessage, interps []map[string]any) ([]any, error) {
+	kind, err := childKind(entry)
+	if err != nil {
+		return nil, err
+	}
+	var spec any
+	if err := json.Unmarshal(entry[kind], &spec); err != nil {
+		return nil, fmt.Errorf("reading %s generator: %w", kind, err)
+	}
+	var idx []int
+	var sets []map[string]any
+	for i, p := range interps {
+		if len(p) > 0 {
+			idx = append(idx, i)
+			sets = append(sets, p)
+		}
+	}
+	out, err := e.interpolateAll(spec, sets)
+	if err != nil {
+		return nil, fmt.Errorf("failed to replace parameters in generator: %w", err)
+	}
+	specs := make([]any, len(interps))
+	for j, i := range idx {
+		specs[i] = out[j]
+	}
+	return specs, nil
 }
 
 // matrix is the matrix generator (matrix.go): exactly two children; the second is
@@ -983,26 +875,60 @@ func (e *expander) matrix(raw []byte, depth int) ([]map[string]any, error) {
 	if err != nil {
 		return nil, wrapChild(err, "error failed to get params for first generator in matrix generator")
 	}
+	second := maps.Clone(mg.Generators[1])
+	specs, err := e.childSpecs(maps.Clone(second), g0)
+	if err != nil {
+		return nil, wrapChild(err, "failed to get params for second generator in the matrix generator")
+	}
 	res := []map[string]any{}
-	for _, a := range g0 {
-		g1, err := e.child(maps.Clone(mg.Generators[1]), a, depth)
+	size := int64(0)
+	for i, a := range g0 {
+		g1, err := e.child(maps.Clone(second), specs[i], depth)
 		if err != nil {
 			return nil, wrapChild(err, "failed to get params for second generator in the matrix generator")
 		}
 		for _, b := range g1 {
-			if e.goTpl {
-				tmp := deepMerge(deepCopyMap(b), deepCopyMap(a))
-				res = append(res, tmp)
+			if len(res) >= e.maxApps {
+				// Past the Applications one set may generate: counted, not
+				// made (a matrix multiplies).
+				e.cut++
 				continue
 			}
-			c, err := combineStringMaps(a, b)
-			if err != nil {
+			var c map[string]any
+			if e.goTpl {
+				c = deepMerge(deepCopyMap(b), deepCopyMap(a))
+			} else if c, err = combineStringMaps(a, b); err != nil {
 				return nil, fmt.Errorf("failed to combine string maps with merging params for the matrix generator: %w", err)
+			}
+			if size += paramSize(c); size > e.lim.MaxTotalBytes {
+				return nil, fmt.Errorf("the matrix generator makes more than %d bytes of parameters (the limit for one ApplicationSet's templates); combine smaller generators", e.lim.MaxTotalBytes)
 			}
 			res = append(res, c)
 		}
 	}
 	return res, nil
+}
+
+// paramSize is about the size of a parameter set as JSON: its strings and keys,
+// and a few bytes per other value.
+func paramSize(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		return int64(len(x)) + 2
+	case map[string]any:
+		n := int64(2)
+		for k, e := range x {
+			n += int64(len(k)) + 4 + paramSize(e)
+		}
+		return n
+	case []any:
+		n := int64(2)
+		for _, e := range x {
+			n += 1 + paramSize(e)
+		}
+		return n
+	}
+	return 8
 }
 
 // wrapChild keeps a child's notExpanded reason as it is: the matrix or merge is

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/driftpreview/driftpreview/render"
 )
 
 // staticClusters is a ClusterLister over fixed cluster Secrets, as the server
@@ -530,12 +532,12 @@ func TestFastReplace(t *testing.T) {
 		"{{n}}":             "{{n}}", // only string parameters are substituted
 		"plain":             "plain",
 	} {
-		got, err := fastReplace(in, p)
+		got, err := render.FastReplace(in, p)
 		if err != nil || got != want {
 			t.Errorf("fastReplace(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := fastReplace("{{a}} {{b", p); err == nil {
+	if _, err := render.FastReplace("{{a}} {{b", p); err == nil {
 		t.Error("an unclosed tag must be an error")
 	}
 }

@@ -49,7 +49,24 @@ type Options struct {
 	// fetches it only when Remote allows its repository; otherwise it is listed
 	// as not rendered with the reason.
 	Remote func(url string) error
+	// Templates executes an ApplicationSet's templates (every Go template or
+	// fasttemplate of its generators, template and templatePatch) in a render
+	// process: render.ExecuteTemplates when nil. The preview passes a wrapper
+	// that counts them against its budget.
+	Templates func(ctx context.Context, req render.TemplateRequest, lim render.TemplateLimits) (render.TemplateResult, error)
+	// TemplateLimits bound each ApplicationSet's templates: the render
+	// process's limits, each template output, and MaxTotalBytes for all the
+	// set's templates together (and the git files and matrix parameters that
+	// feed them). Zero fields are render.DefaultTemplateLimits'.
+	TemplateLimits render.TemplateLimits
+	// MaxAppsPerSet caps the Applications one ApplicationSet generates; past
+	// it, the set is listed as not rendered with how many were left out, and
+	// its first MaxAppsPerSet are previewed. Default DefaultMaxAppsPerSet.
+	MaxAppsPerSet int
 }
+
+// DefaultMaxAppsPerSet is Options.MaxAppsPerSet's default.
+const DefaultMaxAppsPerSet = 2000
 
 // DefaultOptions allows five levels of nesting and no renderer.
 func DefaultOptions() Options { return Options{MaxDepth: 5} }
@@ -94,6 +111,12 @@ const (
 func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = DefaultOptions().MaxDepth
+	}
+	if opts.MaxAppsPerSet <= 0 {
+		opts.MaxAppsPerSet = DefaultMaxAppsPerSet
+	}
+	if opts.Templates == nil {
+		opts.Templates = render.ExecuteTemplates
 	}
 	found, charts, notes, err := scanRepo(root)
 	if err != nil {
@@ -213,6 +236,11 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	}
 	slices.SortStableFunc(res.Targets, func(a, c config.Target) int { return strings.Compare(a.Name, c.Name) })
 	res.Notes = append(res.Notes, b.notes...)
+	if err := ctx.Err(); err != nil {
+		// An ApplicationSet's templates stopped by the end of ctx are not the
+		// PR's doing: no result rather than a not-rendered set.
+		return nil, fmt.Errorf("discovering GitOps targets: %w", err)
+	}
 	return res, nil
 }
 
@@ -255,6 +283,13 @@ type discovery struct {
 	dirs, files []string
 	// clusterCache holds Argo CD's cluster Secrets per namespace, read once.
 	clusterCache map[string]clusterList
+	// sets are what each ApplicationSet generated, once per discovery.
+	sets map[*manifest]*setGen
+}
+
+// templates executes an ApplicationSet's templates (Options.Templates).
+func (d *discovery) templates(ctx context.Context, req render.TemplateRequest, lim render.TemplateLimits) (render.TemplateResult, error) {
+	return d.opts.Templates(ctx, req, lim)
 }
 
 // add records m unless an object of the same identity is known; files in the

@@ -62,10 +62,10 @@ func TestDiscoverHostileYAML(t *testing.T) {
 func TestStringsOfPRHostileYAML(t *testing.T) {
 	bomb := "x:\n" + bombLines()
 	e := &expander{}
-	if _, err := e.fileParams("config/env.yaml", []byte(bomb), nil, ""); err == nil || !strings.Contains(err.Error(), "config/env.yaml:7: invalid YAML: aliases expand") {
+	if _, err := e.fileParams("config/env.yaml", []byte(bomb), ""); err == nil || !strings.Contains(err.Error(), "config/env.yaml:7: invalid YAML: aliases expand") {
 		t.Errorf("git files generator: error = %v, want the alias bomb refused at config/env.yaml:7", err)
 	}
-	if _, err := e.fileParams("config/env.yaml", []byte("a: 1\na: 2\n"), nil, ""); err == nil || !strings.Contains(err.Error(), `config/env.yaml:2: invalid YAML: duplicate key "a"`) {
+	if _, err := e.fileParams("config/env.yaml", []byte("a: 1\na: 2\n"), ""); err == nil || !strings.Contains(err.Error(), `config/env.yaml:2: invalid YAML: duplicate key "a"`) {
 		t.Errorf("git files generator: error = %v, want the duplicate key refused at config/env.yaml:2", err)
 	}
 	if _, err := applyTemplatePatch(map[string]any{}, "spec:\n  project: a\n  project: b\n"); err == nil || !strings.Contains(err.Error(), `templatePatch:3: invalid YAML: duplicate key "project"`) {

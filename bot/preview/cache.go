@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/driftpreview/driftpreview/render"
 )
@@ -45,6 +46,8 @@ type renderCache struct {
 	// nothing writes to them while the run renders, so the render processes
 	// keep what they read of them.
 	checkouts map[string]string
+	// spent is what the run's renders spent of its Budget (nil: no budget).
+	spent *spending
 }
 
 // maxJobOutputBytes caps the rendered manifests of one preview (all targets, base
@@ -174,10 +177,16 @@ func (c *renderCache) run(ctx context.Context, root, path string, opts render.Op
 		return render.ObjectSet{}, fmt.Errorf("rendering %s: %w", path, ctx.Err())
 	}
 	defer func() { <-renderSlots }()
+	if reason := c.spent.exceeded(); reason != "" {
+		return render.ObjectSet{}, budgetError(path, reason)
+	}
 	if id, ok := c.checkouts[root]; ok {
 		opts.Checkout = id
 	}
-	return render.Render(ctx, root, path, opts)
+	start := time.Now()
+	set, err := render.Render(ctx, root, path, opts)
+	c.spent.charge(set.CPUTime, time.Since(start))
+	return set, err
 }
 
 // renderSlots bounds the renders running at once in this process (of all jobs)

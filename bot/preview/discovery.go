@@ -37,6 +37,8 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	if req.Remote != nil {
 		opts.Controllers.Remote = req.Remote.Allowed
 	}
+	// ApplicationSet templates run in render processes, on the preview's budget.
+	opts.Controllers.Templates = cache.spent.templates
 	res, err := discover.Targets(ctx, cfg, baseDir, headDir, opts)
 	if err != nil {
 		return nil, nil, nil, err

@@ -95,7 +95,17 @@ type Request struct {
 	// live reads as they happen (a progress line on a terminal, log lines in
 	// CI). It never changes the report.
 	Progress Progress
+	// Budget bounds the render processes' time of the whole preview; zero
+	// fields are DefaultBudget's.
+	Budget Budget
+	// MaxTargets caps the targets one preview renders (DefaultMaxTargets when
+	// zero): past it, the targets that follow in name order are left out, and
+	// a not-rendered finding says how many.
+	MaxTargets int
 }
+
+// DefaultMaxTargets is Request.MaxTargets' default.
+const DefaultMaxTargets = 5000
 
 // Run executes the whole pipeline for one request and returns the report. An error
 // is returned only for problems outside the PR author's control (git, I/O, a target
@@ -191,6 +201,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	cache := newRenderCache()
 	cache.inputs = map[string]*render.InputFinder{baseDir: baseInputs, headDir: headInputs}
 	cache.checkouts = map[string]string{baseDir: render.NewCheckoutID(), headDir: render.NewCheckoutID()}
+	cache.spent = newSpending(req.Budget)
 	if req.RenderCache != nil {
 		cache.disk = req.RenderCache
 		defer req.RenderCache.Trim()
@@ -222,6 +233,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	if len(req.Targets) == 0 && !req.AllTargets {
 		skip = notAffectedBy(targets, baseInputs, headInputs, changed)
 	}
+	targets, skip = capTargets(rep, targets, skip, req.MaxTargets)
 
 	var expired []diffing.Finding
 	cfg, targets, expired = judgeIgnores(cfg, targets, req.Now)
@@ -287,6 +299,47 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	diffing.Finish(rep, cfg.Policy)
 	endCompare()
 	return rep, nil
+}
+
+// capTargets keeps at most limit targets to render (DefaultMaxTargets when
+// limit is zero), in name order, and says in a not-rendered finding how many
+// were left out; targets listed as not affected (skip) do not count, since
+// they are not rendered.
+func capTargets(rep *diffing.Report, targets []config.Target, skip []string, limit int) ([]config.Target, []string) {
+	if limit <= 0 {
+		limit = DefaultMaxTargets
+	}
+	if len(targets) <= limit {
+		return targets, skip
+	}
+	var kept []config.Target
+	var keptSkip []string
+	rendered, left := 0, 0
+	for i, t := range targets {
+		s := ""
+		if skip != nil {
+			s = skip[i]
+		}
+		if s == "" {
+			if rendered >= limit {
+				left++
+				continue
+			}
+			rendered++
+		}
+		kept = append(kept, t)
+		keptSkip = append(keptSkip, s)
+	}
+	if left > 0 {
+		rep.Findings = append(rep.Findings, diffing.Finding{
+			Rule: diffing.RuleNotRendered, Severity: diffing.DefaultSeverity[diffing.RuleNotRendered],
+			Message: fmt.Sprintf("%d targets are not previewed: a preview renders at most %d targets (the first %d in name order are); preview fewer at a time (--target) or split the ApplicationSets that generate them", left, limit, limit),
+		})
+	}
+	if skip == nil {
+		keptSkip = nil
+	}
+	return kept, keptSkip
 }
 
 func targetNames(ts []config.Target) string {
@@ -776,10 +829,10 @@ func (p *pipeline) renderAt(ctx context.Context, c checkout, t config.Target) (s
 	}
 	ropts := t.Render
 	ropts.Remote = p.req.Remote
+	// Flux's postBuild variables are applied in the render process, under its
+	// limits (a large variable used many times).
+	ropts.Substitute = t.Substitute
 	set, err = p.renders.render(ctx, root, t.Path, ropts)
-	if err == nil && len(t.Substitute) > 0 {
-		set, err = gitops.Substitute(set, t.Substitute)
-	}
 	return set, "", rootless(err, root)
 }
 

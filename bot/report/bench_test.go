@@ -72,3 +72,38 @@ func BenchmarkReport5000(b *testing.B) {
 		}
 	})
 }
+
+// generatedReport is what an ApplicationSet that generates n Applications
+// reports: one target each, on a cluster, not compared with the live cluster
+// (so the comment's live notice names every target), each with one finding.
+func generatedReport(n int) *diffing.Report {
+	r := &diffing.Report{Base: "base", Head: "head", GeneratedAt: generatedAt, Worst: diffing.SeverityWarning}
+	for i := range n {
+		name := fmt.Sprintf("app-%05d", i)
+		t := diffing.TargetReport{Name: name, Path: "apps/" + name, Cluster: "prod", LiveMode: diffing.LiveOff, Worst: diffing.SeverityWarning}
+		k := key("", "ConfigMap", name, "settings")
+		t.Changes = []diffing.Change{{Key: k, Action: diffing.ActionCreated, Diff: "+data:\n+  a: b\n"}}
+		t.Summary.Created = 1
+		t.Findings = []diffing.Finding{{Rule: diffing.RuleNotRendered, Severity: diffing.SeverityWarning, Key: k, Message: "m"}}
+		r.Targets = append(r.Targets, t)
+	}
+	return r
+}
+
+// BenchmarkLayoutTargets lays out the comment of 1,000 to 20,000 generated
+// targets: the time per target (ns/target) stays flat when the layout is
+// linear in targets (naming a target and the live notice once scanned every
+// target per target).
+//
+//	go test ./bot/report -run '^$' -bench LayoutTargets
+func BenchmarkLayoutTargets(b *testing.B) {
+	for _, n := range []int{1000, 5000, 20000} {
+		r := generatedReport(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				Markdown(r, DefaultOptions())
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/target")
+		})
+	}
+}

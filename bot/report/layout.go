@@ -65,8 +65,9 @@ type layout struct {
 	markFailing bool
 	preExisting int // rows the base already has
 	sections    []*section
-	units       []*unit // every unit, in cutting order
-	hiddenRows  int     // findings left out of the table (Markdown's last resort)
+	units       []*unit        // every unit, in cutting order
+	hiddenRows  int            // findings left out of the table (Markdown's last resort)
+	names       map[string]int // targets by name, for targetName
 }
 
 // targetName names target i in the table and lists: its name, or name@cluster
@@ -77,10 +78,16 @@ func (l *layout) targetName(i int) string {
 	if t.Cluster == "" {
 		return t.Name
 	}
-	for j := range l.r.Targets {
-		if j != i && l.r.Targets[j].Name == t.Name {
-			return t.Name + "@" + t.Cluster
+	if l.names == nil {
+		// Counted once: a scan of all targets per name made the report
+		// quadratic in targets (BenchmarkLayoutTargets).
+		l.names = make(map[string]int, len(l.r.Targets))
+		for j := range l.r.Targets {
+			l.names[l.r.Targets[j].Name]++
 		}
+	}
+	if l.names[t.Name] > 1 {
+		return t.Name + "@" + t.Cluster
 	}
 	return t.Name
 }

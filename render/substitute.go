@@ -1,4 +1,4 @@
-package gitops
+package render
 
 import (
 	"encoding/json"
@@ -8,25 +8,27 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
-
-	"github.com/driftpreview/driftpreview/render"
 )
 
 // substituteKey is the label or annotation value with which Flux skips
 // post-build substitution for one object.
 const substituteKey = "kustomize.toolkit.fluxcd.io/substitute"
 
-// Substitute applies Flux postBuild variables to a rendered target, as
-// kustomize-controller does after kustomize build: on each object's YAML text,
-// ${VAR} becomes its value (empty when unset), ${VAR:=default} and ${VAR:-default}
+// substitute applies Flux postBuild variables (Options.Substitute) to a rendered
+// target in the render process, as kustomize-controller does after kustomize
+// build (fluxcd/pkg kustomize/kustomize_varsub.go SubstituteVariables). A
+// variable used many times makes the text many times the size of the render:
+// maxOutput bounds the substituted YAML of all the objects. On each object's
+// YAML text, ${VAR} becomes its value (empty when unset), ${VAR:=default} and ${VAR:-default}
 // fall back to the default when VAR is unset or empty, ${VAR=default} and
 // ${VAR-default} when it is unset, and $${VAR} stays a literal ${VAR}. Objects
 // labelled or annotated kustomize.toolkit.fluxcd.io/substitute: disabled are left
 // alone. Errors name the object and the variable, never a value. set is not
 // modified.
-func Substitute(set render.ObjectSet, vars map[string]string) (render.ObjectSet, error) {
-	out := render.ObjectSet{Notes: append([]string(nil), set.Notes...)}
+func substitute(set ObjectSet, vars map[string]string, maxOutput int64) (ObjectSet, error) {
+	out := ObjectSet{Notes: append([]string(nil), set.Notes...)}
 	var errs []error
+	room := maxOutput
 	for _, o := range set.Objects {
 		if o.Obj == nil || disabled(o.Obj) {
 			out.Objects = append(out.Objects, copyObject(o))
@@ -37,9 +39,13 @@ func Substitute(set render.ObjectSet, vars map[string]string) (render.ObjectSet,
 			errs = append(errs, fmt.Errorf("substituting variables in %s: encoding: %w", o.Key, err))
 			continue
 		}
-		text, err := envsubst(string(b), vars)
+		text, err := envsubst(string(b), vars, room)
+		if errors.Is(err, errSubstituteOver) {
+			return ObjectSet{}, &Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: the objects of the target come to more than %d bytes after substitution (the limit of rendered manifests per target); look for large variables used many times", o.Key, maxOutput)}
+		}
+		room -= int64(len(text))
 		if err != nil {
-			errs = append(errs, &render.Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: %w", o.Key, err)})
+			errs = append(errs, &Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: %w", o.Key, err)})
 			continue
 		}
 		// Through render's decoder (its limits hold for what the variables
@@ -47,7 +53,7 @@ func Substitute(set render.ObjectSet, vars map[string]string) (render.ObjectSet,
 		// rest of the pipeline expects.
 		u := &unstructured.Unstructured{}
 		var j []byte
-		docs, err := render.DecodeYAML([]byte(text), o.Source)
+		docs, err := DecodeYAML([]byte(text), o.Source)
 		if err == nil && len(docs) != 1 {
 			err = errors.New("not one object")
 		}
@@ -59,13 +65,13 @@ func Substitute(set render.ObjectSet, vars map[string]string) (render.ObjectSet,
 		}
 		if err != nil {
 			// The error may quote a substituted value: do not wrap it.
-			errs = append(errs, &render.Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: the result is not a valid object; check the variables it uses for characters such as ':' or newlines", o.Key)})
+			errs = append(errs, &Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: the result is not a valid object; check the variables it uses for characters such as ':' or newlines", o.Key)})
 			continue
 		}
-		out.Objects = append(out.Objects, render.Object{Key: render.KeyOf(u), Obj: u, Source: o.Source, HashSuffix: o.HashSuffix})
+		out.Objects = append(out.Objects, Object{Key: KeyOf(u), Obj: u, Source: o.Source, HashSuffix: o.HashSuffix})
 	}
 	if len(errs) > 0 {
-		return render.ObjectSet{}, errors.Join(errs...)
+		return ObjectSet{}, errors.Join(errs...)
 	}
 	out.Sort()
 	return out, nil
@@ -75,17 +81,23 @@ func disabled(u *unstructured.Unstructured) bool {
 	return u.GetLabels()[substituteKey] == "disabled" || u.GetAnnotations()[substituteKey] == "disabled"
 }
 
-func copyObject(o render.Object) render.Object {
+func copyObject(o Object) Object {
 	if o.Obj != nil {
 		o.Obj = o.Obj.DeepCopy()
 	}
 	return o
 }
 
-// envsubst expands ${...} references in s.
-func envsubst(s string, vars map[string]string) (string, error) {
+// errSubstituteOver is envsubst's output past its room.
+var errSubstituteOver = errors.New("substituted text over the limit")
+
+// envsubst expands ${...} references in s, into at most room bytes.
+func envsubst(s string, vars map[string]string, room int64) (string, error) {
 	var b strings.Builder
 	for i := 0; i < len(s); {
+		if int64(b.Len()) > room {
+			return "", errSubstituteOver
+		}
 		if s[i] != '$' || i+1 >= len(s) {
 			b.WriteByte(s[i])
 			i++
@@ -131,8 +143,14 @@ func envsubst(s string, vars map[string]string) (string, error) {
 		default:
 			return "", fmt.Errorf("variable %s: unsupported operator in ${%s…}", name, name)
 		}
+		if int64(b.Len()+len(val)) > room {
+			return "", errSubstituteOver
+		}
 		b.WriteString(val)
 		i += 3 + end
+	}
+	if int64(b.Len()) > room {
+		return "", errSubstituteOver
 	}
 	return b.String(), nil
 }
