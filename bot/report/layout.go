@@ -68,6 +68,7 @@ type layout struct {
 	units       []*unit        // every unit, in cutting order
 	hiddenRows  int            // findings left out of the table (Markdown's last resort)
 	names       map[string]int // targets by name, for targetName
+	notice      *string        // liveNotice, made once
 }
 
 // targetName names target i in the table and lists: its name, or name@cluster

@@ -172,6 +172,15 @@ func (l *layout) anyChange() bool {
 // liveNotice says up top which targets were not compared with the live cluster,
 // since the comment then cannot speak for what the merge does there.
 func (l *layout) liveNotice() string {
+	// It depends on the targets only, and fit measures the comment many times.
+	if l.notice == nil {
+		n := l.makeLiveNotice()
+		l.notice = &n
+	}
+	return *l.notice
+}
+
+func (l *layout) makeLiveNotice() string {
 	var reasons []string
 	byReason := map[string][]string{}
 	total := 0
