@@ -39,6 +39,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	}
 	// ApplicationSet templates run in render processes, on the preview's budget.
 	opts.Controllers.Templates = cache.spent.templates
+	opts.Controllers.TemplateLimits = req.TemplateLimits
 	res, err := discover.Targets(ctx, cfg, baseDir, headDir, opts)
 	if err != nil {
 		return nil, nil, nil, err

@@ -98,6 +98,9 @@ type Request struct {
 	// Budget bounds the render processes' time of the whole preview; zero
 	// fields are DefaultBudget's.
 	Budget Budget
+	// TemplateLimits bound each ApplicationSet's templates (zero fields:
+	// render.DefaultTemplateLimits).
+	TemplateLimits render.TemplateLimits
 	// MaxTargets caps the targets one preview renders (DefaultMaxTargets when
 	// zero): past it, the targets that follow in name order are left out, and
 	// a not-rendered finding says how many.

@@ -39,6 +39,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/server"
 	"github.com/driftpreview/driftpreview/bot/server/servertest"
+	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/fixtures/cluster/testcluster"
 	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
 )
@@ -471,4 +472,127 @@ func TestGitLabEndToEnd(t *testing.T) {
 	if *fetches == 0 {
 		t.Error("the mirror never fetched over HTTP with the token")
 	}
+}
+
+// bombRepo is a repository without a config (targets are discovered): base has
+// an ApplicationSet of one Application; head adds the hostile ApplicationSets
+// and Flux Kustomization of issue 20: a goTemplate repeat of 100 GB in 500
+// bytes, a goTemplate loop without output, and a 1 MiB postBuild variable used
+// 3,000 times.
+func bombRepo(t *testing.T) *repo {
+	t.Helper()
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	gitfixture.Git(t, root, "init", "-q", "-b", "main", work)
+	set := func(name, tpl string) string {
+		return `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: ` + name + `, namespace: argocd}
+spec:
+  goTemplate: true
+  generators: [{list: {elements: [{i: 0}]}}]
+  template:
+    metadata: {name: '` + tpl + `'}
+    spec:
+      project: default
+      source: {repoURL: https://example.com/acme/shop.git, path: apps, targetRevision: HEAD}
+      destination: {server: https://kubernetes.default.svc, namespace: shop}
+`
+	}
+	write(t, work, map[string]string{
+		"argocd/apps.yaml": set("apps", "app-{{ .i }}"),
+		"apps/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\n",
+	})
+	gitfixture.Git(t, work, "add", "-A")
+	gitfixture.Git(t, work, "commit", "-q", "-m", "base")
+	r := &repo{root: root, Base: gitfixture.Git(t, work, "rev-parse", "HEAD")}
+	gitfixture.Git(t, work, "checkout", "-q", "-b", "feature")
+	var uses strings.Builder
+	uses.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: shop}\ndata:\n")
+	for i := range 3000 {
+		fmt.Fprintf(&uses, "  k%04d: ${big}\n", i)
+	}
+	write(t, work, map[string]string{
+		"argocd/repeat.yaml": set("repeat", `{{ repeat 100000000000 "x" }}`),
+		"argocd/loop.yaml":   set("loop", `app{{ range 1000000000000 }}{{ end }}`),
+		"clusters/prod/subst.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: subst, namespace: flux-system}
+spec:
+  interval: 10m
+  path: ./subst
+  prune: true
+  sourceRef: {kind: GitRepository, name: flux-system}
+  postBuild:
+    substitute: {big: "` + strings.Repeat("v", 1<<20) + `"}
+`,
+		"subst/cm.yaml": uses.String(),
+	})
+	gitfixture.Git(t, work, "add", "-A")
+	gitfixture.Git(t, work, "commit", "-q", "-m", "head")
+	r.Head = gitfixture.Git(t, work, "rev-parse", "HEAD")
+	gitfixture.Git(t, root, "clone", "-q", "--bare", work, filepath.Join(root, "git", "acme", "shop.git"))
+	return r
+}
+
+// TestServeSurvivesBombs: serve previews a PR of ApplicationSet and
+// substitution bombs (issue 20), completes its check with the reasons, and
+// then serves another PR. Before, the repeat set killed the process ("fatal
+// error: out of memory") with every job in flight, and the loop held a worker
+// for good. The template limits are small (a 3 s timeout) to keep it quick.
+func TestServeSurvivesBombs(t *testing.T) {
+	bombs := bombRepo(t)
+	fake, client, _ := newGitHub(t, bombs, 0)
+	bot := startBot(t, map[string]server.Host{"github": client}, func(o *server.Options) {
+		o.Previewer = jobs.PreviewFunc(func(ctx context.Context, req preview.Request) (*diffing.Report, error) {
+			req.TemplateLimits.Timeout = 3 * time.Second
+			return preview.Run(ctx, req)
+		})
+	})
+	body := ghPayload(t, "opened", 7, bombs, "acme/shop")
+	start := time.Now()
+	if code := bot.deliver(t, "github", githubtest.WebhookHeader("pull_request", "gh-bombs", []byte(webhookSecret), body), body); code != 202 {
+		t.Fatalf("delivery: %d, want 202", code)
+	}
+	if diff := cmp.Diff([]rivertype.JobState{rivertype.JobStateCompleted}, bot.waitDone(t)); diff != "" {
+		t.Errorf("job states (-want +got):\n%s", diff)
+	}
+	t.Logf("bombs previewed in %s", time.Since(start))
+	runs := fake.CheckRuns("acme/shop", bombs.Head)
+	if len(runs) != 1 || runs[0].Status != "completed" {
+		t.Fatalf("check runs on head: %+v, want one completed", runs)
+	}
+	var all strings.Builder
+	for _, c := range fake.Comments("acme/shop", 7) {
+		all.WriteString(c.Body)
+	}
+	for _, w := range []string{"repeat", "limit per template output", "took longer than 3s", "after substitution"} {
+		if !strings.Contains(all.String(), w) {
+			t.Errorf("the comment lacks %q:\n%s", w, all.String())
+		}
+	}
+
+	// The same bot serves the next PR: a calm change of the same repository.
+	next := &repo{root: bombs.root, Base: bombs.Base, Head: calmCommit(t, bombs)}
+	body = ghPayload(t, "opened", 8, next, "acme/shop")
+	if code := bot.deliver(t, "github", githubtest.WebhookHeader("pull_request", "gh-next", []byte(webhookSecret), body), body); code != 202 {
+		t.Fatalf("delivery: %d, want 202", code)
+	}
+	bot.waitDone(t)
+	runs = fake.CheckRuns("acme/shop", next.Head)
+	if len(runs) != 1 || runs[0].Status != "completed" {
+		t.Fatalf("check runs of the next PR: %+v, want one completed", runs)
+	}
+}
+
+// calmCommit commits a small change on main of r and makes it the feature
+// branch of r's bare repository.
+func calmCommit(t *testing.T, r *repo) string {
+	t.Helper()
+	work := filepath.Join(r.root, "work")
+	gitfixture.Git(t, work, "checkout", "-q", "-b", "calm", "main")
+	write(t, work, map[string]string{"apps/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\ndata: {a: b}\n"})
+	gitfixture.Git(t, work, "commit", "-q", "-am", "calm")
+	gitfixture.Git(t, work, "push", "-q", "-f", filepath.Join(r.root, "git", "acme", "shop.git"), "calm:feature")
+	return gitfixture.Git(t, work, "rev-parse", "HEAD")
 }
