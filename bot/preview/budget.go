@@ -73,9 +73,9 @@ func (s *spending) exceeded() string {
 	defer s.mu.Unlock()
 	switch {
 	case s.cpu >= s.limit.RenderCPU:
-		return fmt.Sprintf("budget exceeded: the preview's renders used %s of CPU time, the limit per preview is %s; not rendered so that the preview ends (look for targets or ApplicationSets that loop or grow until stopped)", s.cpu.Round(time.Second), s.limit.RenderCPU)
+		return fmt.Sprintf("budget exceeded: the preview's renders used %s of CPU time, the limit per preview is %s; not rendered so that the preview ends (look for targets or ApplicationSets that loop or grow until stopped)", s.cpu.Round(time.Millisecond), s.limit.RenderCPU)
 	case s.wall >= s.limit.RenderWall:
-		return fmt.Sprintf("budget exceeded: the preview's renders took %s in all, the limit per preview is %s; not rendered so that the preview ends (look for targets or ApplicationSets that loop or grow until stopped)", s.wall.Round(time.Second), s.limit.RenderWall)
+		return fmt.Sprintf("budget exceeded: the preview's renders took %s in all, the limit per preview is %s; not rendered so that the preview ends (look for targets or ApplicationSets that loop or grow until stopped)", s.wall.Round(time.Millisecond), s.limit.RenderWall)
 	}
 	return ""
 }
