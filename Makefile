@@ -64,9 +64,11 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-## demo: a real preview of a bundled repo against the cached test cluster
+## demo: a real preview of a bundled repo against the cached test cluster, in the
+## CLI's default format (text on a terminal, else markdown); DEMO_FORMAT=text|markdown|json chooses
+DEMO_FORMAT ?=
 demo: testenv build
-	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) run ./fixtures/demo
+	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) run ./fixtures/demo $(if $(DEMO_FORMAT),-format $(DEMO_FORMAT))
 
 ## bench: time preview against the kubectl pipeline on a generated monorepo (fixtures/bench),
 ## results into BENCHMARKS.md. Not part of make test. Quick run: make bench BENCH_SCALES=50 BENCH_COUNT=1
