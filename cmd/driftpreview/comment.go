@@ -259,7 +259,7 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) (c
 	case post:
 		// The newest head wins: a job of an older head that finishes last leaves
 		// the sticky comment to the newer head's job.
-		if newer, err := newerHead(ctx, host, env.pr); err != nil {
+		if newer, err := newerHead(ctx, host, env.pr, req.RepoDir); err != nil {
 			fmt.Fprintf(stderr, "driftpreview comment: reading the current head of %s (posting anyway): %v\n", where, err)
 		} else if newer != "" {
 			if err := chk.complete(ctx, bot.Status{State: bot.StateSuperseded, Title: "Superseded by " + shortSHA(newer) + ": its job posts the preview",
@@ -292,13 +292,16 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) (c
 var previewRun = preview.Run
 
 // newerHead asks the host for the pull request's current head and returns it when
-// it is not the head this run previewed; "" when it is.
-func newerHead(ctx context.Context, host commentHost, pr bot.PR) (string, error) {
+// it is not the head this run previewed; "" when it is. A head the host reports
+// that is an ancestor of this run's head (in the clone at dir) is the host's view
+// lagging behind the push that started this job (GitLab computes a merge
+// request's diff after the push), not a newer commit.
+func newerHead(ctx context.Context, host commentHost, pr bot.PR, dir string) (string, error) {
 	cur, err := host.ResolvePR(ctx, pr)
 	if err != nil {
 		return "", err
 	}
-	if cur.HeadSHA == "" || cur.HeadSHA == pr.HeadSHA {
+	if cur.HeadSHA == "" || cur.HeadSHA == pr.HeadSHA || gitOK(ctx, dir, "merge-base", "--is-ancestor", cur.HeadSHA, pr.HeadSHA) {
 		return "", nil
 	}
 	return cur.HeadSHA, nil

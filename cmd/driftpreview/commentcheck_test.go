@@ -402,6 +402,16 @@ func TestCommentSupersededLeavesComment(t *testing.T) {
 			if !done || !strings.Contains(title, "Superseded by feedfac") {
 				t.Errorf("check: state %q conclusion %q title %q; want completed as superseded by feedfac", state, conclusion, title)
 			}
+
+			// The host's view lagging behind this job's push (it reports the
+			// head's parent) is not a newer head: the job posts.
+			f.moveHead(base)
+			if code, _, stderr := runCommentCmd(t, "--repo", repo, "--live-mode", "off"); code != exitFailing || strings.Contains(stderr, "superseded") {
+				t.Fatalf("host lagging: exit %d, want %d; stderr:\n%s", code, exitFailing, stderr)
+			}
+			if got := f.stickies(); len(got) != 1 || !strings.Contains(got[0], "<!-- driftpreview:head "+head+" -->") {
+				t.Errorf("host lagging: sticky comments = %q, want this head's", got)
+			}
 		})
 	}
 }
