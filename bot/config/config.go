@@ -47,9 +47,10 @@ type Target struct {
 	Findings []diffing.Finding
 	// Skip, when non-empty, says why the target is listed but not rendered.
 	Skip string
-	// Substitute holds Flux postBuild variables: the pipeline applies them to the
-	// rendered objects with gitops.Substitute (${VAR}, ${VAR:=default}) before
-	// diffing. Values that came from Secrets are already hidden placeholders.
+	// Substitute holds Flux postBuild variables: the render process applies
+	// them to the rendered objects (render.Options.Substitute: ${VAR},
+	// ${VAR:=default}) before diffing. Values that came from Secrets are
+	// already hidden placeholders.
 	Substitute map[string]string
 	// HeadSide is set only on discovered targets that the head commit declares
 	// too but renders differently (a HelmRelease's values, a Kustomization's path
