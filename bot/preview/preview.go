@@ -49,6 +49,11 @@ type Request struct {
 	// targets are discovered.
 	Config     *config.Config
 	ConfigFile string
+	// ConfigAtBase reads ConfigFile from the base commit (a path in the
+	// repository, refused when it is a symlink) instead of from disk: CI mode
+	// (`driftpreview comment`), where the working tree is the PR's head. The
+	// local CLI reads the developer's own file.
+	ConfigAtBase bool
 	// Clusters maps the names the repo config uses to credentials. DefaultCluster
 	// is used for targets that name no cluster, or a cluster not in Clusters when
 	// there is exactly one way to reach a cluster (the CLI's --kubeconfig).
@@ -171,7 +176,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	endTargets := phase(prog, PhaseTargets)
 
 	rep := &diffing.Report{Base: baseSHA, Head: headSHA, GeneratedAt: req.Now.UTC(), Targets: []diffing.TargetReport{}}
-	cfg, err := loadConfig(req, baseDir)
+	cfg, err := loadConfig(ctx, req, r, baseSHA, baseDir)
 	if err != nil {
 		var cerrs []*config.Error
 		if cerrs = config.Errors(err); len(cerrs) == 0 {
@@ -359,12 +364,14 @@ func targetNames(ts []config.Target) string {
 	return fmt.Sprint(names)
 }
 
-// loadConfig picks the repo config: given, from a file the user named, or from the
-// base commit.
-func loadConfig(req Request, baseDir string) (*config.Config, error) {
+// loadConfig picks the repo config: given, from a file the user named (in CI
+// mode that file as the base commit has it), or from the base commit.
+func loadConfig(ctx context.Context, req Request, r repo, baseSHA, baseDir string) (*config.Config, error) {
 	switch {
 	case req.Config != nil:
 		return req.Config, nil
+	case req.ConfigFile != "" && req.ConfigAtBase:
+		return configAtBase(ctx, r, baseSHA, req.ConfigFile)
 	case req.ConfigFile != "":
 		data, err := os.ReadFile(req.ConfigFile)
 		if err != nil {

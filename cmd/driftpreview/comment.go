@@ -157,6 +157,8 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) (c
 		return fail("%v", err)
 	}
 	req.Base, req.Head = env.pr.BaseSHA, env.pr.HeadSHA
+	// The working tree is the PR's head: --config is read from the base commit.
+	req.ConfigAtBase = true
 	if req.BaseBranch == "" {
 		req.BaseBranch = env.pr.BaseRef
 	}

@@ -189,7 +189,7 @@ func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
 	p := &previewFlags{
 		repoDir:    fl.String("repo", ".", "git repository holding both commits (its working tree is not touched)"),
 		baseBranch: fl.String("base-branch", "", "the branch the PR merges into (default: read from --base when it is a remote-tracking branch such as origin/main, else main or master); GitOps sources of this repo at other branches are not affected by the PR"),
-		cfgFile:    fl.String("config", "", "repo config to use instead of .driftpreview.yaml at base"),
+		cfgFile:    fl.String("config", "", "repo config `file` to use instead of .driftpreview.yaml at base (preview reads it from disk; comment reads this path of the repository from the base commit, refusing symlinks)"),
 		kubeconfig: fl.String("kubeconfig", "", "kubeconfig for the live comparison (default: $KUBECONFIG; none means no live comparison)"),
 		kubeCtx:    fl.String("context", "", "kubeconfig context"),
 		liveMode:   fl.String("live-mode", "simulate", "simulate (read-only), dry-run (needs patch RBAC) or off"),

@@ -283,3 +283,17 @@ func TestRunPreviewCheckoutDir(t *testing.T) {
 		t.Errorf("--checkout-dir FILE: exit %d, %s; want %d and an error naming %s", code, stderr, exitError, file)
 	}
 }
+
+// TestRunPreviewConfigFromDisk: the local preview CLI reads --config from disk,
+// the developer's own file (here the working tree's, which lets the change pass),
+// unlike CI mode (TestCommentConfigFromBase). It sits after gc_test.go's
+// TestTuneGC, which needs to be the first to tune the GC.
+func TestRunPreviewConfigFromDisk(t *testing.T) {
+	repo := policyRepo(t, nil)
+	var stdout, stderr strings.Builder
+	code := run(t.Context(), []string{"preview", "--repo", repo, "--base", "base", "--head", "head", "--live-mode", "off",
+		"--cache-dir", "off", "--config", filepath.Join(repo, "ci", "driftpreview.yaml")}, &stdout, &stderr)
+	if code != exitOK || !strings.Contains(stdout.String(), "Safe to merge") {
+		t.Errorf("exit %d, want %d (the developer's own file); stderr:\n%s", code, exitOK, stderr.String())
+	}
+}
