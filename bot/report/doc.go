@@ -15,5 +15,6 @@
 // text budget); markdown.go writes the comment from a layout; fit.go measures it
 // and cuts diffs to the size budget; pages.go splits it into numbered comments;
 // text.go holds the Markdown/HTML text helpers; title.go and json.go are the status
-// title and the JSON writer.
+// title and the JSON writer; terminal.go writes the text a person reads at a
+// terminal (`preview --format text`), with control characters escaped.
 package report
