@@ -106,3 +106,30 @@ func (c *Client) ours(u *gh.User) bool {
 	}
 	return u.GetType() == "Bot"
 }
+
+// ReconcileComments lists pr's comments and deletes the sticky comments of key
+// (and their follow-ups) posted for another head than pr.HeadSHA, and duplicates,
+// as UpsertComment does after posting; it never edits or creates one, and does
+// nothing when pr's head has no sticky comment. The worker calls it a while after
+// posting, for a POST of an older head that landed late.
+func (c *Client) ReconcileComments(ctx context.Context, pr bot.PR, key string) error {
+	owner, name, err := split(pr.Repo)
+	if err != nil {
+		return fmt.Errorf("reconciling comments: %w", err)
+	}
+	in, err := c.install(pr.InstallationID)
+	if err != nil {
+		return fmt.Errorf("reconciling comments on %s#%d: %w", pr.Repo, pr.Number, err)
+	}
+	if key == "" {
+		key = hosttext.CheckKey(c.opts.CheckName)
+	}
+	mu := c.prLock(pr)
+	mu.Lock()
+	defer mu.Unlock()
+	existing, err := c.botComments(ctx, in, owner, name, pr)
+	if err != nil {
+		return err
+	}
+	return c.apply(ctx, in, owner, name, pr, hosttext.Reconcile(key, pr.HeadSHA, existing))
+}

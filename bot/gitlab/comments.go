@@ -99,3 +99,26 @@ func (c *Client) apply(ctx context.Context, pr bot.PR, ops []hosttext.Op) error 
 	}
 	return nil
 }
+
+// ReconcileComments lists the merge request's notes and deletes the sticky notes
+// of key (and their follow-ups) posted for another head than pr.HeadSHA, and
+// duplicates, as UpsertComment does after posting; it never edits or creates
+// one, and does nothing when pr's head has no sticky note. The worker calls it a
+// while after posting, for a POST of an older head that landed late.
+func (c *Client) ReconcileComments(ctx context.Context, pr bot.PR, key string) error {
+	self, err := c.selfID(ctx)
+	if err != nil {
+		return fmt.Errorf("reconciling notes on %s!%d: %w", pr.Repo, pr.Number, err)
+	}
+	if key == "" {
+		key = hosttext.CheckKey(c.opts.StatusName)
+	}
+	mu := c.prLock(pr)
+	mu.Lock()
+	defer mu.Unlock()
+	existing, err := c.botNotes(ctx, pr, self)
+	if err != nil {
+		return err
+	}
+	return c.apply(ctx, pr, hosttext.Reconcile(key, pr.HeadSHA, existing))
+}

@@ -318,7 +318,7 @@ func (j *run) do(ctx context.Context) (string, error) {
 	if err := host.UpsertComment(pctx, j.pr, "", pages); err != nil {
 		return "", fmt.Errorf("posting the comment: %w", err)
 	}
-	j.w.reconcileLater(j.pr, pages)
+	j.w.reconcileLater(j.pr)
 	if err := host.SetStatus(pctx, j.pr, bot.Status{
 		State: state, Title: report.Title(rep), Summary: pages[0],
 		StartedAt: j.started, DetailsURL: j.pr.URL,
@@ -519,14 +519,21 @@ func firstLine(s string) string {
 // way on every attempt.
 func refused(err error) bool { return errors.Is(err, preview.ErrOverLimit) }
 
-// reconcileLater posts pages for pr once more after ReconcileDelay, unless a newer
-// head or a close took over by then: the adapter lists the comments again, so a
-// sticky comment of an older head whose POST landed after this job's post (its
-// job gave up on it, here or in another replica) is deleted as a duplicate, and
-// the PR keeps one sticky comment per check name in every interleaving. Unchanged
-// pages cost one listing.
-func (w *Worker) reconcileLater(pr bot.PR, pages []string) {
-	if w.opts.ReconcileDelay < 0 {
+// CommentReconciler is a Host that can delete, without posting, the sticky
+// comments of other heads than a PR's (the adapters' ReconcileComments).
+type CommentReconciler interface {
+	ReconcileComments(ctx context.Context, pr bot.PR, key string) error
+}
+
+// reconcileLater has the host reconcile pr's comments once more after
+// ReconcileDelay, unless a newer head or a close took over by then: the adapter
+// lists the comments again and deletes any sticky comment of another head whose
+// POST landed after this job's post (its job gave up on it, here or in another
+// replica), so the PR keeps one sticky comment per check name in every
+// interleaving. It only deletes: a re-run's newer pages are never reverted. It
+// costs one listing.
+func (w *Worker) reconcileLater(pr bot.PR) {
+	if _, ok := w.hosts[pr.Host].(CommentReconciler); !ok || w.opts.ReconcileDelay < 0 {
 		return
 	}
 	w.timersMu.Lock()
@@ -539,16 +546,16 @@ func (w *Worker) reconcileLater(pr bot.PR, pages []string) {
 		w.timersMu.Lock()
 		delete(w.timers, t)
 		w.timersMu.Unlock()
-		w.reconcile(pr, pages)
+		w.reconcile(pr)
 	})
 	w.timers[t] = true
 }
 
 // reconcile is the second pass of reconcileLater.
-func (w *Worker) reconcile(pr bot.PR, pages []string) {
+func (w *Worker) reconcile(pr bot.PR) {
 	key := PRKey(pr)
 	log := w.opts.Logger.With("host", pr.Host, "repo", pr.Repo, "pr", pr.Number, "head", short(pr.HeadSHA))
-	host, ok := w.hosts[pr.Host]
+	host, ok := w.hosts[pr.Host].(CommentReconciler)
 	if !ok {
 		return
 	}
@@ -564,7 +571,7 @@ func (w *Worker) reconcile(pr bot.PR, pages []string) {
 	if found && (state == queue.PRClosed || sha != "" && sha != pr.HeadSHA) {
 		return // the newer head's job posts, and passes, itself
 	}
-	if err := host.UpsertComment(ctx, pr, "", pages); err != nil {
+	if err := host.ReconcileComments(ctx, pr, ""); err != nil {
 		log.Error("second pass over the comments failed", "error", err)
 	}
 }
