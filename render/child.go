@@ -180,6 +180,38 @@ func childServe(req childRequest) childResult {
 // renderChild runs one render in a render process with opts' limits: a warm
 // one from the pool when there is one.
 func renderChild(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
+	b := opts.Budget
+	cut := false
+	if b != nil {
+		left := b.Left()
+		if left <= 0 {
+			return ObjectSet{}, &Error{File: target, Err: &BudgetExceeded{Total: b.total}}
+		}
+		if left < opts.Timeout {
+			opts.Timeout, cut = left, true
+		}
+	}
+	start := time.Now()
+	set, err := renderChildIn(ctx, root, target, opts)
+	if b != nil {
+		// The render process's own CPU time for this render; the wall time
+		// when it gave no answer (it was killed).
+		used := set.CPUTime
+		if used <= 0 {
+			used = time.Since(start)
+		}
+		b.charge(used)
+	}
+	if cut && err != nil && ctx.Err() == nil && !IsBudgetExceeded(err) && (b.Left() <= 0 || time.Since(start) >= opts.Timeout) {
+		// Stopped at the timeout the budget set: the budget is spent (the
+		// render waited for a CPU part of that time, but it had it).
+		b.charge(b.Left())
+		err = &Error{File: target, Err: &BudgetExceeded{Total: b.total}}
+	}
+	return set, err
+}
+
+func renderChildIn(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
 	absRoot, err := filepath.Abs(root)
 	if err != nil {
 		return ObjectSet{}, fmt.Errorf("rendering %s: resolving root %s: %w", target, root, err)

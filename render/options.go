@@ -66,6 +66,9 @@ type Options struct {
 	// process starts; the render process reads only local files. nil fetches
 	// nothing: such targets are *Unavailable.
 	Remote *remote.Fetcher `json:"-"`
+	// Budget, when set, is the CPU time the preview's renders share (see
+	// Budget); nil leaves each render to its own limits only.
+	Budget *Budget `json:"-"`
 	// OCI, when set, renders the target path inside a Flux OCIRepository's
 	// artifact (fetched by Remote) instead of inside the checkout.
 	OCI *OCISource `json:"oci,omitempty"`

@@ -124,6 +124,11 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	}
 	prog := req.progress()
 	endCheckout := phase(prog, PhaseCheckout)
+	if req.Remote != nil {
+		// One run of the fetcher per preview: a host that did not answer is
+		// not asked again for each of the preview's charts.
+		req.Remote = req.Remote.NewRun(remote.RunLimits{})
+	}
 	r, err := openRepo(ctx, req.RepoDir, req.GitEnv)
 	if err != nil {
 		return nil, err

@@ -219,9 +219,6 @@ func TestUnreachableHostOncePerRun(t *testing.T) {
 	for i := range 5 {
 		_, err := f.HelmChart(t.Context(), fmt.Sprintf("%s/repo%d/", srv.URL, i), "app", "1.0.0")
 		wantReason(t, err, Timeout)
-		if i > 0 && !strings.Contains(err.Error(), "failed earlier in this run") {
-			t.Errorf("repo%d: %v", i, err)
-		}
 	}
 	if n := srv.requests.Load(); n != 1 {
 		t.Errorf("%d requests to a server that does not answer, want 1", n)

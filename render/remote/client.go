@@ -96,7 +96,7 @@ func NewFetcher(p Policy) (*Fetcher, error) {
 				return errorf(Refused, req.URL.String(), "more than %d redirects", maxRedirects)
 			}
 			if match(f.prefixes, req.URL) == nil {
-				return errorf(Refused, via[0].URL.String(), "redirected to %s, which no allowed prefix covers once normalised (RFC 3986 §6.2.2)", Redact(req.URL.String()))
+				return errorf(Refused, via[0].URL.String(), "redirected to %s, which no allowed prefix covers", Redact(req.URL.String()))
 			}
 			return nil
 		},

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -238,9 +237,9 @@ func (r *run) failed(key string) error {
 		delete(r.failures, key)
 		return nil
 	}
-	e := *fl.err
-	e.Err = fmt.Errorf("%v (not asked again: it failed earlier in this run)", fl.err.Err)
-	return &e
+	// The same error as the first time, so base and head of a preview
+	// report one reason.
+	return fl.err
 }
 
 // remember keeps err under key when it is a failure of the outside world
