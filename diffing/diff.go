@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/driftpreview/driftpreview/diffing/mdtext"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -422,7 +423,9 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // code wraps s in backticks for a message.
-func code(s string) string { return "`" + s + "`" }
+// code writes a value of a message as an inline code span that survives the
+// backticks it holds (mdtext, the one escaper of PR-controlled text).
+func code(s string) string { return mdtext.Code(s) }
 
 // keyRef writes another object's key for a message: namespace/name.
 func keyRef(k render.ObjectKey) string {

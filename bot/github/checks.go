@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
+	"github.com/driftpreview/driftpreview/diffing/mdtext"
 )
 
 // SetStatus reports s on pr's head commit as the check run named CheckName.
@@ -141,7 +142,9 @@ func checkOutput(s bot.Status) *gh.CheckRunOutput {
 		summary = title
 	}
 	out := &gh.CheckRunOutput{
-		Title:   gh.String(hosttext.TruncateLine(title, maxCheckOutput)),
+		// The title is plain text; what a PR wrote into it (an error naming
+		// its file) must not mention or reference anyone.
+		Title:   gh.String(hosttext.TruncateLine(mdtext.Line(title), maxCheckOutput)),
 		Summary: gh.String(hosttext.Truncate(summary, maxCheckOutput)),
 	}
 	if s.Text != "" {

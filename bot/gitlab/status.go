@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
+	"github.com/driftpreview/driftpreview/diffing/mdtext"
 )
 
 // SetStatus reports s on pr's head commit as the commit status named StatusName:
@@ -35,7 +36,7 @@ func (c *Client) SetStatus(ctx context.Context, pr bot.PR, s bot.Status) error {
 	opts := &gl.SetCommitStatusOptions{
 		State:       state,
 		Name:        gl.Ptr(c.opts.StatusName),
-		Description: gl.Ptr(hosttext.TruncateLine(prefix+desc, maxDescription)),
+		Description: gl.Ptr(hosttext.TruncateLine(mdtext.Line(prefix+desc), maxDescription)),
 	}
 	if s.DetailsURL != "" {
 		opts.TargetURL = gl.Ptr(s.DetailsURL)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot"
 	"github.com/driftpreview/driftpreview/bot/queue"
+	"github.com/driftpreview/driftpreview/diffing/mdtext"
 )
 
 // Orphans is the queue's view of in-progress statuses whose job ended without
@@ -124,7 +125,7 @@ func orphanText(o queue.Orphan) (title, summary string) {
 	default:
 		s := fmt.Sprintf("The preview job's attempt %d, the last one allowed, ended without a result", o.Attempts)
 		if o.LastError != "" {
-			s += ": " + firstLine(o.LastError)
+			s += ": " + mdtext.Text(firstLine(o.LastError))
 		}
 		return FailedTitle, s + "."
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/diffing/mdtext"
 	"github.com/driftpreview/driftpreview/render/remote"
 )
 
@@ -463,7 +464,7 @@ func (j *run) failed(ctx context.Context, err error) string {
 	}
 	if j.pr.HeadSHA != "" {
 		j.finish(ctx, bot.StateError, "driftpreview could not finish", "driftpreview gave up after "+
-			fmt.Sprint(j.job.Attempt)+" attempts: "+firstLine(err.Error()))
+			fmt.Sprint(j.job.Attempt)+" attempts: "+mdtext.Text(firstLine(err.Error())))
 	}
 	return OutcomeError
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/bot/discover"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/diffing/mdtext"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -87,14 +88,14 @@ func sameObject(a, b render.ObjectKey) bool {
 // Kustomization's inventory only when prune is on; helm-controller uninstalls a
 // deleted HelmRelease's release. cascade is whether the objects are deleted.
 func removal(c *diffing.Controller) (text string, cascade bool) {
-	name := fmt.Sprintf("%s `%s/%s` is deleted by this PR", c.Kind, c.Namespace, c.Name)
+	name := fmt.Sprintf("%s %s is deleted by this PR", c.Kind, mdtext.Code(c.Namespace+"/"+c.Name))
 	if c.Generator != "" {
-		name = fmt.Sprintf("ApplicationSet %s no longer generates Application `%s/%s`, so its controller deletes it", c.Generator, c.Namespace, c.Name)
+		name = fmt.Sprintf("ApplicationSet %s no longer generates Application %s, so its controller deletes it", c.Generator, mdtext.Code(c.Namespace+"/"+c.Name))
 	}
 	switch c.Kind {
 	case "Application":
 		if c.RenamedTo != "" {
-			name = fmt.Sprintf("%s `%s/%s` is renamed to `%s` by this PR (same source and destination)", c.Kind, c.Namespace, c.Name, c.RenamedTo)
+			name = fmt.Sprintf("%s %s is renamed to %s by this PR (same source and destination)", c.Kind, mdtext.Code(c.Namespace+"/"+c.Name), mdtext.Code(c.RenamedTo))
 			if c.Finalizer {
 				// argoproj/applicationset#254: with the finalizer, a rename
 				// deletes everything and the new Application creates it again.
@@ -141,8 +142,8 @@ func createdByMerge(rep *diffing.Report) {
 			if f.Rule != diffing.RuleControllerMissing || !ok {
 				return false
 			}
-			tr.Notes = append(tr.Notes, fmt.Sprintf("%s `%s` does not exist on the cluster yet: this merge creates it (target %s), and it then deploys this target.",
-				f.Key.Kind, keyName(f.Key), by))
+			tr.Notes = append(tr.Notes, fmt.Sprintf("%s %s does not exist on the cluster yet: this merge creates it (target %s), and it then deploys this target.",
+				f.Key.Kind, mdtext.Code(keyName(f.Key)), by))
 			return true
 		})
 	}
@@ -176,8 +177,8 @@ func renamesAdopt(rep *diffing.Report, targets []config.Target) {
 			}
 			if !noted[f.Key] {
 				noted[f.Key] = true
-				tr.Notes = append(tr.Notes, fmt.Sprintf("Application `%s` is renamed to `%s` (same source and destination): it has no resources finalizer, so deleting it leaves what it deployed running, and `%s` adopts it. Nothing it deployed is deleted.",
-					keyName(f.Key), to, to))
+				tr.Notes = append(tr.Notes, fmt.Sprintf("Application %s is renamed to %s (same source and destination): it has no resources finalizer, so deleting it leaves what it deployed running, and %s adopts it. Nothing it deployed is deleted.",
+					mdtext.Code(keyName(f.Key)), mdtext.Code(to), mdtext.Code(to)))
 			}
 			return true
 		})

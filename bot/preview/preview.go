@@ -23,6 +23,7 @@ import (
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/diffing/live"
 	"github.com/driftpreview/driftpreview/diffing/live/controller"
+	"github.com/driftpreview/driftpreview/diffing/mdtext"
 	"github.com/driftpreview/driftpreview/render"
 	"github.com/driftpreview/driftpreview/render/remote"
 )
@@ -549,8 +550,8 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	tr.Notes = append(tr.Notes, t.Notes...)
 	if len(adopted) > 0 {
 		next := p.renamed[discover.Key(t)]
-		tr.Notes = append(tr.Notes, fmt.Sprintf("Application `%s/%s` is renamed to `%s` by this PR. Without Argo CD's resources finalizer, deleting it leaves what it deployed in place, and `%s` adopts the %d objects it deploys too: their changes are shown under target %s.",
-			t.Controller.Namespace, t.Controller.Name, t.Controller.RenamedTo, t.Controller.RenamedTo, len(adopted), next.Name))
+		tr.Notes = append(tr.Notes, fmt.Sprintf("Application %s is renamed to %s by this PR. Without Argo CD's resources finalizer, deleting it leaves what it deployed in place, and %s adopts the %d objects it deploys too: their changes are shown under target %s.",
+			mdtext.Code(t.Controller.Namespace+"/"+t.Controller.Name), mdtext.Code(t.Controller.RenamedTo), mdtext.Code(t.Controller.RenamedTo), len(adopted), next.Name))
 	}
 	return tr
 }

@@ -312,7 +312,7 @@ func liveHow(t *diffing.TargetReport) string {
 func (l *layout) sectionSummary(t *diffing.TargetReport, changed int) string {
 	var where string
 	if c := t.Controller; c != nil && controllerName(c) != "" {
-		where = controllerName(c) + " <code>" + esc(c.Name) + "</code>"
+		where = esc(controllerName(c)) + " <code>" + esc(c.Name) + "</code>"
 		if t.Skipped == "" {
 			where += ", " + esc(syncPolicy(c))
 		}
@@ -389,7 +389,7 @@ func (l *layout) preamble(t *diffing.TargetReport) string {
 		b.WriteString("\n")
 	}
 	if c := t.Controller; c != nil && controllerName(c) != "" {
-		b.WriteString("Deployed by " + controllerName(c) + " " + codeSpan(objectName(render.ObjectKey{Namespace: c.Namespace, Name: c.Name})))
+		b.WriteString("Deployed by " + text(controllerName(c)) + " " + codeSpan(objectName(render.ObjectKey{Namespace: c.Namespace, Name: c.Name})))
 		if c.Source != "" {
 			b.WriteString(" (declared in " + codeSpan(c.Source) + ")")
 		}
@@ -423,7 +423,7 @@ func refusedObjects(t *diffing.TargetReport) []string {
 	var out []string
 	for _, f := range t.Findings {
 		if (f.Rule == diffing.RuleImmutableField || f.Rule == diffing.RuleApplyError) && f.Severity == diffing.SeverityError {
-			if name := f.Key.Kind + " " + codeSpan(objectName(f.Key)); !slices.Contains(out, name) {
+			if name := objectMD(f.Key); !slices.Contains(out, name) {
 				out = append(out, name)
 			}
 		}

@@ -253,7 +253,7 @@ func (l *layout) rowText(rw row) string {
 	if l.targetCol {
 		target := "—"
 		if rw.target >= 0 {
-			target = l.targetName(rw.target)
+			target = text(l.targetName(rw.target))
 		}
 		cells = append(cells, target)
 	}

@@ -316,7 +316,9 @@ func TestInlineMD(t *testing.T) {
 		{"was <none>, now 3", "was &lt;none>, now 3"},
 		{"`<none>` stays in code", "`<none>` stays in code"},
 		{"``a ` <b>`` then <i>", "``a ` <b>`` then &lt;i>"},
-		{"unclosed ` <x>", "unclosed ` &lt;x>"},
+		{"unclosed ` <x>", "unclosed \\` &lt;x>"},
+		{"fail \"[Approve](https://e.example/a) @acme/admins\"", "fail \"\\[Approve\\](https:\u200d//e.example/a) @\u200dacme/admins\""},
+		{"`[a](b)` ![x](y)", "`[a](b)` !\\[x\\](y)"},
 	}
 	for _, tt := range tests {
 		if got := inlineMD(tt.in); got != tt.want {

@@ -1,12 +1,12 @@
 package report
 
 import (
-	"html"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/diffing/mdtext"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -36,49 +36,22 @@ func thousands(n int) string {
 	return b.String()
 }
 
-// longestRun is the longest run of c in s.
-func longestRun(s string, c byte) int {
-	longest, run := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	return longest
-}
+// The writers below are mdtext's, the one escaper for every string a pull request
+// controls: every such string reaches the comment through one of them.
 
-// fenced wraps content in a code fence longer than any backtick run inside it, so
-// that a diff holding ``` cannot close the fence early.
-func fenced(content, lang string) string {
-	fence := strings.Repeat("`", max(3, longestRun(content, '`')+1))
-	if !strings.HasSuffix(content, "\n") {
-		content += "\n"
-	}
-	return fence + lang + "\n" + content + fence + "\n"
-}
+// fenced wraps content in a code fence that no line of it can close.
+func fenced(content, lang string) string { return mdtext.Fence(content, lang) }
 
 // codeSpan writes s as inline code whatever backticks it holds.
-func codeSpan(s string) string {
-	s = oneLine(s)
-	ticks := strings.Repeat("`", longestRun(s, '`')+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		return ticks + " " + s + " " + ticks
-	}
-	return ticks + s + ticks
-}
+func codeSpan(s string) string { return mdtext.Code(s) }
 
 // oneLine folds line breaks into spaces, for text that must stay on one line.
-func oneLine(s string) string {
-	return lineFolder.Replace(s)
-}
+func oneLine(s string) string { return mdtext.OneLine(s) }
 
-var (
-	lineFolder  = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
-	cellEscaper = strings.NewReplacer("|", `\|`, "\r\n", "<br>", "\n", "<br>", "\r", "<br>")
-)
+// text writes a name or kind as plain text: no Markdown, HTML, mention or link.
+func text(s string) string { return mdtext.Text(s) }
+
+var cellEscaper = strings.NewReplacer("|", `\|`, "\r\n", "<br>", "\n", "<br>", "\r", "<br>")
 
 // cell escapes text for a GitHub-flavoured Markdown table cell: a pipe would end
 // the cell (even inside a code span) and a line break would end the row.
@@ -86,63 +59,13 @@ func cell(s string) string {
 	return cellEscaper.Replace(strings.TrimSpace(s))
 }
 
-// inlineMD keeps a message's Markdown (code spans, emphasis) but escapes "<"
-// outside code spans, so that a value such as <none> is shown rather than eaten
-// by the host's HTML sanitizer.
-func inlineMD(s string) string {
-	if !strings.Contains(s, "<") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		switch s[i] {
-		case '`':
-			n := runAt(s, i)
-			if j := closingRun(s, i+n, n); j >= 0 {
-				b.WriteString(s[i : j+n])
-				i = j + n
-				continue
-			}
-			b.WriteString(s[i : i+n])
-			i += n
-		case '<':
-			b.WriteString("&lt;")
-			i++
-		default:
-			b.WriteByte(s[i])
-			i++
-		}
-	}
-	return b.String()
-}
-
-// runAt is the length of the backtick run starting at s[i].
-func runAt(s string, i int) int {
-	n := 0
-	for i+n < len(s) && s[i+n] == '`' {
-		n++
-	}
-	return n
-}
-
-// closingRun finds the next run of exactly n backticks at or after from.
-func closingRun(s string, from, n int) int {
-	for i := from; i < len(s); {
-		if s[i] != '`' {
-			i++
-			continue
-		}
-		m := runAt(s, i)
-		if m == n {
-			return i
-		}
-		i += m
-	}
-	return -1
-}
+// inlineMD keeps a message's code spans and emphasis, and shows everything else
+// as text: no link, image, mention, reference or raw HTML from a value that
+// reached the message (mdtext.Inline).
+func inlineMD(s string) string { return mdtext.Inline(s) }
 
 // esc escapes text placed inside HTML such as <summary>.
-func esc(s string) string { return html.EscapeString(oneLine(s)) }
+func esc(s string) string { return mdtext.HTML(s) }
 
 // shortRev shortens a commit SHA; a ref name such as "main" stays as it is.
 func shortRev(rev string, n int) string {
@@ -168,7 +91,7 @@ func objectName(k render.ObjectKey) string {
 
 // objectMD is an object as the table shows it: Kind `ns/name`.
 func objectMD(k render.ObjectKey) string {
-	return k.Kind + " " + codeSpan(objectName(k))
+	return text(k.Kind) + " " + codeSpan(objectName(k))
 }
 
 // objectHTML is an object inside a <summary>: Kind ns/name.

@@ -20,6 +20,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/jobs"
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/report"
+	"github.com/driftpreview/driftpreview/diffing/mdtext"
 )
 
 // GitLabTokenVar is the CI/CD variable `driftpreview comment` reads GitLab's token
@@ -241,7 +242,7 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) (c
 			chk.fail(ctx, stderr, title, summary)
 		default:
 			chk.fail(ctx, stderr, "driftpreview failed while previewing: "+firstLine(err.Error()),
-				"The preview failed, so there is no result for this commit: "+err.Error()+"\n\nFix what the error names (a pull request over driftpreview's limits is refused on purpose) and push, or re-run the job if it was a passing failure.")
+				"The preview failed, so there is no result for this commit:\n\n"+mdtext.Fence(err.Error(), "")+"\nFix what the error names (a pull request over driftpreview's limits is refused on purpose) and push, or re-run the job if it was a passing failure.")
 		}
 		return fail("%v", err)
 	}
