@@ -225,6 +225,9 @@ func (f *Fetcher) download(ctx context.Context, raw string, max int64, w io.Writ
 		return 0, err
 	}
 	defer release()
+	if err := f.hostDown(norm.String()); err != nil { // failed while we waited
+		return 0, err
+	}
 	n, err := f.get(ctx, norm.String(), max, w)
 	f.run.bytes.Add(n)
 	f.noteHost(norm.String(), err)
