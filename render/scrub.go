@@ -20,7 +20,8 @@ import (
 // value that may be secret is replaced by "(hidden)":
 //
 //   - the values of secretGenerator and configMapGenerator literals, env files
-//     and files, in every kustomization the render read;
+//     and files, in every kustomization the render read, and their base64 form
+//     (the generated Secret's data, which replacement errors quote);
 //   - every scalar in a kustomization's inline patches;
 //   - the data and stringData values (and decoded data) of every Secret read;
 //   - every scalar string of the Helm values files and values given.
@@ -94,11 +95,26 @@ func (s *sandbox) secrets(opts Options, target string) []string {
 			set[v] = true
 		}
 	}
-	addLines := func(data []byte) {
+	// addGenerated adds a generator's value and the base64 form kustomize
+	// gives it in the generated Secret's data, which its errors quote.
+	addGenerated := func(v string) {
+		add(v)
+		add(base64.StdEncoding.EncodeToString([]byte(v)))
+		if t := strings.TrimSpace(v); t != v {
+			add(base64.StdEncoding.EncodeToString([]byte(t)))
+		}
+	}
+	// addFile adds an env file's lines and values (as kustomize's kv.go reads
+	// them: the line without its end, the value after the first "=") and a
+	// files entry's whole content, each in base64 too.
+	addFile := func(data []byte) {
+		addGenerated(string(data))
 		for l := range strings.Lines(string(data)) {
+			l = strings.TrimRight(l, "\n")
 			add(l)
 			if _, v, ok := strings.Cut(l, "="); ok {
-				add(v)
+				addGenerated(v)
+				addGenerated(strings.TrimSuffix(v, "\r"))
 			}
 		}
 	}
@@ -114,7 +130,7 @@ func (s *sandbox) secrets(opts Options, target string) []string {
 		}
 		if slices.Contains(kustomizationNames, path.Base(name)) {
 			for _, d := range docs {
-				kustomizationSecrets(d, path.Dir(name), files, add, addLines)
+				kustomizationSecrets(d, path.Dir(name), files, add, addGenerated, addFile)
 			}
 			continue
 		}
@@ -158,8 +174,9 @@ func yamlDocs(data []byte) []*yaml.Node {
 }
 
 // kustomizationSecrets collects generator values, the env files and files they
-// read, and the scalars of inline patches.
-func kustomizationSecrets(doc *yaml.Node, dir string, files map[string][]byte, add func(string), addLines func([]byte)) {
+// read (each also base64-encoded, as the generated Secret holds it), and the
+// scalars of inline patches.
+func kustomizationSecrets(doc *yaml.Node, dir string, files map[string][]byte, add, addGenerated func(string), addFile func([]byte)) {
 	var k struct {
 		SecretGenerator    []generatorArgs `yaml:"secretGenerator"`
 		ConfigMapGenerator []generatorArgs `yaml:"configMapGenerator"`
@@ -176,8 +193,8 @@ func kustomizationSecrets(doc *yaml.Node, dir string, files map[string][]byte, a
 		for _, l := range g.Literals {
 			add(l)
 			if _, v, ok := strings.Cut(l, "="); ok {
-				add(v)
-				add(strings.Trim(v, `"'`))
+				addGenerated(v)
+				addGenerated(strings.Trim(v, `"'`))
 			}
 		}
 		envs := g.Envs
@@ -188,7 +205,7 @@ func kustomizationSecrets(doc *yaml.Node, dir string, files map[string][]byte, a
 			if _, p, ok := strings.Cut(f, "="); ok {
 				f = p
 			}
-			addLines(files[path.Join(dir, f)])
+			addFile(files[path.Join(dir, f)])
 		}
 	}
 	var patches []string

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -78,6 +79,43 @@ func TestRenderErrorsHideSecrets(t *testing.T) {
 			wantMsg: []string{"no template"},
 			secrets: []string{"GIVENSECRET-o5p6"},
 		},
+		{
+			// kustomize quotes the replacement source's value, which for a
+			// generated Secret is the base64 of the generator's value
+			name: "replacement quoting a secretGenerator literal, base64-encoded",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "secretGenerator:\n  - name: s\n    options:\n      disableNameSuffixHash: true\n    literals:\n      - password=GENLITERAL-q7r8\n" +
+					replaceFrom("data.password"),
+				"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  x: y\n",
+			},
+			target:  "app",
+			wantMsg: []string{"options.index 5 is out of bounds"},
+			secrets: []string{"GENLITERAL-q7r8", b64("GENLITERAL-q7r8")},
+		},
+		{
+			name: "replacement quoting a secretGenerator env-file value, base64-encoded",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "secretGenerator:\n  - name: s\n    options:\n      disableNameSuffixHash: true\n    envs:\n      - secret.env\n" +
+					replaceFrom("data.TOKEN"),
+				"app/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  x: y\n",
+				"app/secret.env": "# a comment\nTOKEN=GENENV-s9t0\n",
+			},
+			target:  "app",
+			wantMsg: []string{"options.index 5 is out of bounds"},
+			secrets: []string{"GENENV-s9t0", b64("GENENV-s9t0")},
+		},
+		{
+			name: "replacement quoting a secretGenerator file, base64-encoded",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "secretGenerator:\n  - name: s\n    options:\n      disableNameSuffixHash: true\n    files:\n      - key=cert.pem\n" +
+					replaceFrom("data.key"),
+				"app/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  x: y\n",
+				"app/cert.pem": "GENFILE-u1v2\nline two\n",
+			},
+			target:  "app",
+			wantMsg: []string{"options.index 5 is out of bounds"},
+			secrets: []string{"GENFILE-u1v2", b64("GENFILE-u1v2\nline two\n")},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,4 +143,13 @@ func TestRenderErrorsHideSecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// replaceFrom is a replacement from the Secret s's field whose options.index is
+// out of bounds: kustomize's error quotes the source value.
+func replaceFrom(field string) string {
+	return "resources:\n  - cm.yaml\nreplacements:\n  - source:\n      kind: Secret\n      name: s\n      fieldPath: " + field +
+		"\n      options:\n        delimiter: ','\n        index: 5\n    targets:\n      - select:\n          kind: ConfigMap\n        fieldPaths:\n          - data.x\n"
 }
