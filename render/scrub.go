@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"path"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -48,13 +50,16 @@ func (s *sandbox) scrub(err error, opts Options, target string) error {
 	if err == nil {
 		return nil
 	}
-	secrets := s.secrets(opts, target)
+	secrets, spelled := s.secrets(opts, target)
 	clean := func(msg string) string {
 		msg = quotedBlock.ReplaceAllString(msg, "`"+hidden+"`")
 		msg = quotedLines.ReplaceAllString(msg, `"`+hidden+`"`)
 		msg = byteDump.ReplaceAllString(msg, "["+hidden+"]")
 		for _, v := range secrets {
 			msg = strings.ReplaceAll(msg, v, hidden)
+		}
+		for _, re := range spelled {
+			msg = re.ReplaceAllLiteralString(msg, hidden)
 		}
 		return msg
 	}
@@ -79,8 +84,9 @@ type stringError string
 func (e stringError) Error() string { return string(e) }
 
 // secrets gathers the values to hide from the files this render read, longest
-// first so a value containing another is hidden whole.
-func (s *sandbox) secrets(opts Options, target string) []string {
+// first so a value containing another is hidden whole, and for the Helm values
+// under a secret-looking key the patterns of their respelt forms.
+func (s *sandbox) secrets(opts Options, target string) ([]string, []*regexp.Regexp) {
 	s.mu.Lock()
 	files := make(map[string][]byte, len(s.files))
 	for k, v := range s.files {
@@ -118,13 +124,25 @@ func (s *sandbox) secrets(opts Options, target string) []string {
 			}
 		}
 	}
+	var spelled []*regexp.Regexp
+	// addSecret adds a Helm value under a secret-looking key with the forms a
+	// template can turn it into before fail quotes it: see secretForms.
+	addSecret := func(v string) {
+		add(v)
+		for _, f := range []string{v, strings.ToLower(v), strings.ToUpper(v)} {
+			add(base64.StdEncoding.EncodeToString([]byte(f)))
+		}
+		if re := respelt(v); re != nil {
+			spelled = append(spelled, re)
+		}
+	}
 	valuesFiles := slices.Clone(opts.Helm.ValuesFiles)
 	valuesFiles = append(valuesFiles, path.Join(target, "values.yaml"))
 	for name, data := range files {
 		docs := yamlDocs(data)
 		if slices.Contains(valuesFiles, name) {
 			for _, d := range docs {
-				scalars(d, add)
+				valuesScalars(d, false, add, addSecret)
 			}
 			continue
 		}
@@ -138,7 +156,10 @@ func (s *sandbox) secrets(opts Options, target string) []string {
 			secretValues(d, add)
 		}
 	}
-	scalarValues(opts.Helm.Values, add)
+	helmValues(opts.Helm.Values, false, add, addSecret)
+	for _, vals := range opts.Helm.checkoutValues {
+		helmValues(vals, false, add, addSecret)
+	}
 	for _, p := range opts.Kustomize.Patches {
 		var entry struct {
 			Patch string `yaml:"patch"`
@@ -152,7 +173,79 @@ func (s *sandbox) secrets(opts Options, target string) []string {
 		out = append(out, v)
 	}
 	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
+	return out, spelled
+}
+
+// secretKey matches the Helm values keys whose values (and everything under
+// them) are hidden in their respelt forms too: passwords, secrets, tokens,
+// credentials, keys (apiKey, accessKey, privateKey, …), certificates, DSNs.
+var secretKey = regexp.MustCompile(`(?i)pass|pwd|secret|token|credential|auth|key$|keys$|cert|private|dsn|salt|cookie|session|signing`)
+
+// Respelt forms: a value's letters and digits in order, in any case, with up
+// to maxSeparator other characters between each two (spaced out, dotted, its
+// own separators removed or changed). Values with fewer than minRespelt
+// letters and digits are only hidden as written: a shorter pattern would match
+// words of the message; longer than maxRespelt, only as written too.
+const (
+	minRespelt   = 6
+	maxRespelt   = 256
+	maxSeparator = 3
+)
+
+// respelt returns the pattern of v's respelt forms, or nil.
+func respelt(v string) *regexp.Regexp {
+	var parts []string
+	for _, r := range v {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			parts = append(parts, regexp.QuoteMeta(string(r)))
+		}
+	}
+	if len(parts) < minRespelt || len(parts) > maxRespelt {
+		return nil
+	}
+	sep := fmt.Sprintf(`[^\pL\pN]{0,%d}`, maxSeparator)
+	return regexp.MustCompile(`(?i)` + strings.Join(parts, sep))
+}
+
+// valuesScalars calls add with every scalar under n, and addSecret instead for
+// those under a secret-looking key (secret says an ancestor's key was one).
+func valuesScalars(n *yaml.Node, secret bool, add, addSecret func(string)) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			valuesScalars(c, secret, add, addSecret)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			valuesScalars(n.Content[i+1], secret || secretKey.MatchString(n.Content[i].Value), add, addSecret)
+		}
+	case yaml.ScalarNode:
+		if secret {
+			addSecret(n.Value)
+		} else {
+			add(n.Value)
+		}
+	}
+}
+
+// helmValues is valuesScalars for values already decoded.
+func helmValues(v any, secret bool, add, addSecret func(string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			helmValues(x, secret || secretKey.MatchString(k), add, addSecret)
+		}
+	case []any:
+		for _, x := range v {
+			helmValues(x, secret, add, addSecret)
+		}
+	case string:
+		if secret {
+			addSecret(v)
+		} else {
+			add(v)
+		}
+	}
 }
 
 // yamlDocs decodes data into nodes, or nothing if it is not YAML (or is hostile:
@@ -305,20 +398,5 @@ func scalars(n *yaml.Node, add func(string)) {
 		}
 	case yaml.ScalarNode:
 		add(n.Value)
-	}
-}
-
-func scalarValues(v any, add func(string)) {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, x := range v {
-			scalarValues(x, add)
-		}
-	case []any:
-		for _, x := range v {
-			scalarValues(x, add)
-		}
-	case string:
-		add(v)
 	}
 }

@@ -153,3 +153,44 @@ func replaceFrom(field string) string {
 	return "resources:\n  - cm.yaml\nreplacements:\n  - source:\n      kind: Secret\n      name: s\n      fieldPath: " + field +
 		"\n      options:\n        delimiter: ','\n        index: 5\n    targets:\n      - select:\n          kind: ConfigMap\n        fieldPaths:\n          - data.x\n"
 }
+
+// TestHelmSecretTransformsHidden fails a chart with a password from its values
+// passed through the template functions a PR could use to get it past a scrub
+// of the value as written: each transformed form must be gone from the error,
+// which must still say it failed.
+func TestHelmSecretTransformsHidden(t *testing.T) {
+	const pw = "Hunter-Secret-42x"
+	tests := []struct {
+		name, expr string
+		shown      string // the form the template prints
+	}{
+		{"lower", `lower .Values.db.password`, "hunter-secret-42x"},
+		{"upper", `upper .Values.db.password`, "HUNTER-SECRET-42X"},
+		{"b64enc", `b64enc .Values.db.password`, b64(pw)},
+		{"spaced out", `.Values.db.password | splitList "" | join " "`, "H u n t e r - S e c r e t - 4 2 x"},
+		{"separators removed", `.Values.db.password | replace "-" ""`, "HunterSecret42x"},
+		{"dotted and upper", `.Values.db.password | replace "-" "" | splitList "" | join "." | upper`, "H.U.N.T.E.R.S.E.C.R.E.T.4.2.X"},
+		{"under a secret-looking parent key", `.Values.secrets.github | replace "_" " " | upper`, "GHP AB12CD34EF"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := writeTree(t, map[string]string{
+				"chart/Chart.yaml":        chartYAML,
+				"chart/values.yaml":       "db:\n  password: " + pw + "\nsecrets:\n  github: ghp_ab12cd34ef\n",
+				"chart/templates/cm.yaml": cm + "data:\n  x: {{ fail (" + tc.expr + ") }}\n",
+			})
+			_, err := render.Render(t.Context(), root, "chart", render.DefaultOptions())
+			if err == nil {
+				t.Fatal("the render succeeded")
+			}
+			msg := err.Error()
+			t.Logf("error: %s", msg)
+			if !strings.Contains(msg, "cm.yaml") || !strings.Contains(msg, "(hidden)") {
+				t.Errorf("error does not name the template or the hidden value")
+			}
+			if strings.Contains(msg, tc.shown) {
+				t.Errorf("error shows the password as %q", tc.shown)
+			}
+		})
+	}
+}
