@@ -21,15 +21,22 @@ import (
 type Budget struct {
 	RenderCPU  time.Duration
 	RenderWall time.Duration
+	// FetchRequests and FetchBytes bound the remote fetcher's requests and
+	// downloaded bytes in one preview (remote.RunLimits): past them, what
+	// is left to fetch fails with "fetch budget exceeded".
+	FetchRequests int64
+	FetchBytes    int64
 }
 
-// DefaultBudget is 5 minutes of render CPU time and 8 minutes of render wall
+// DefaultBudget is 2 minutes of render CPU time and 4 minutes of render wall
 // time per preview: with two renders at a time, the budget is spent within
-// about 4 minutes, well inside serve's default 10-minute job timeout, and a
-// preview of the 200-target benchmark repository (make bench) spends about
-// 20 s of it.
+// about 2 minutes, well inside serve's default 10-minute job timeout, so two
+// renders that spin to their 60 s limits spend it (not four, or more, one after
+// another). A cold preview of the 800-target benchmark repository (make
+// bench) spends about 40 s of CPU, the 200-target one about 10 s. Remote
+// fetching: 1,000 requests and 1 GiB downloaded per preview.
 func DefaultBudget() Budget {
-	return Budget{RenderCPU: 5 * time.Minute, RenderWall: 8 * time.Minute}
+	return Budget{RenderCPU: 2 * time.Minute, RenderWall: 4 * time.Minute, FetchRequests: 1000, FetchBytes: 1 << 30}
 }
 
 func (b Budget) withDefaults() Budget {
@@ -40,18 +47,39 @@ func (b Budget) withDefaults() Budget {
 	if b.RenderWall <= 0 {
 		b.RenderWall = d.RenderWall
 	}
+	if b.FetchRequests <= 0 {
+		b.FetchRequests = d.FetchRequests
+	}
+	if b.FetchBytes <= 0 {
+		b.FetchBytes = d.FetchBytes
+	}
 	return b
 }
 
 // spending is what one preview has spent of its Budget.
 type spending struct {
 	limit Budget
-	mu    sync.Mutex
-	cpu   time.Duration
-	wall  time.Duration
+	// renderCPU is the render CPU budget given to each render (render.Options.Budget),
+	// which cuts a render's timeout to the CPU time left, so a render started
+	// near the end of the budget cannot run its full limit.
+	renderCPU *render.Budget
+	mu        sync.Mutex
+	cpu       time.Duration
+	wall      time.Duration
 }
 
-func newSpending(b Budget) *spending { return &spending{limit: b.withDefaults()} }
+func newSpending(b Budget) *spending {
+	l := b.withDefaults()
+	return &spending{limit: l, renderCPU: render.NewBudget(l.RenderCPU)}
+}
+
+// renderBudget is the render.Budget the preview's renders share (nil: none).
+func (s *spending) renderBudget() *render.Budget {
+	if s == nil {
+		return nil
+	}
+	return s.renderCPU
+}
 
 // charge counts one render or template batch.
 func (s *spending) charge(cpu, wall time.Duration) {

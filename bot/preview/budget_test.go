@@ -128,3 +128,55 @@ func TestRunPreviewMaxTargets(t *testing.T) {
 		t.Errorf("no finding says 7 targets were left out: %+v", rep.Findings)
 	}
 }
+
+// jsonnetSpin evaluates for minutes, producing nothing (the hostile sweep's
+// CPU spin).
+const jsonnetSpin = `local n = std.length([1 for i in std.range(1, 30000) for j in std.range(1, 30000) if i == -j]);
+{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'spin' }, data: { n: std.toString(n) } }
+`
+
+// TestRunPreviewRenderBudgetCutsSpins: four Applications whose jsonnet spins
+// share the preview's render CPU budget (render.Options.Budget): each render's
+// timeout is cut to what is left, so the spins end with "budget exceeded"
+// (a render error for the one that was cut, not rendered for those after it)
+// instead of each running to its 60 s limit, one after another.
+func TestRunPreviewRenderBudgetCutsSpins(t *testing.T) {
+	tree := func(value string) string {
+		dir := appSetTree(t, 4, value)
+		for i := range 4 {
+			app := filepath.Join(dir, "apps", fmt.Sprintf("a%d", i))
+			if err := os.Remove(filepath.Join(app, "cm.yaml")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(app, "main.jsonnet"), []byte("// "+value+"\n"+jsonnetSpin), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	repo := gitfixture.BaseHead(t, tree("a"), tree("b"))
+	rep, err := Run(t.Context(), Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{budgetRepoURL}, AllTargets: true,
+		Budget: Budget{RenderCPU: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps, cut := 0, 0
+	for _, tr := range rep.Targets {
+		if !strings.HasPrefix(tr.Name, "app-") {
+			continue
+		}
+		apps++
+		if strings.Contains(tr.Error, "render budget exceeded") {
+			cut++ // stopped by the budget's cut, not by its own 60 s limit
+		}
+		if !strings.Contains(tr.Error+tr.Skipped, "budget exceeded") {
+			t.Errorf("target %s: error %q, skipped %q; want budget exceeded", tr.Name, tr.Error, tr.Skipped)
+		}
+	}
+	if apps != 4 {
+		t.Errorf("%d Applications, want 4: %+v", apps, rep.Targets)
+	}
+	if cut == 0 {
+		t.Errorf("no render was cut by the budget (each ran to its own limit): %+v", rep.Targets)
+	}
+}

@@ -183,6 +183,7 @@ func (c *renderCache) run(ctx context.Context, root, path string, opts render.Op
 	if id, ok := c.checkouts[root]; ok {
 		opts.Checkout = id
 	}
+	opts.Budget = c.spent.renderBudget()
 	start := time.Now()
 	set, err := render.Render(ctx, root, path, opts)
 	c.spent.charge(set.CPUTime, time.Since(start))

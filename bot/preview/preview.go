@@ -128,7 +128,8 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	if req.Remote != nil {
 		// One run of the fetcher per preview: a host that did not answer is
 		// not asked again for each of the preview's charts.
-		req.Remote = req.Remote.NewRun(remote.RunLimits{})
+		b := req.Budget.withDefaults()
+		req.Remote = req.Remote.NewRun(remote.RunLimits{MaxRequests: b.FetchRequests, MaxBytes: b.FetchBytes})
 	}
 	r, err := openRepo(ctx, req.RepoDir, req.GitEnv)
 	if err != nil {
