@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -302,3 +303,43 @@ func TestFluxValuesFilesReplaceChartValues(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteFetchErrorNamesNoLocalPath: a fetch that fails in the remote cache
+// (here its tmp/ is not a directory, as a full or broken disk would fail it)
+// is reported without the cache's path on this machine, which means nothing in
+// a PR comment and tells the PR's author where the service keeps its files.
+func TestRemoteFetchErrorNamesNoLocalPath(t *testing.T) {
+	repo := remotetest.NewHelmRepo(t, chartVersion("1.0.0", ""))
+	f := fetcher(t, repo.URL)
+	tmp := filepath.Join(f.Cache().Dir(), "tmp")
+	if err := os.Remove(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	root := checkout(t, map[string]string{"apps/podinfo/release.yaml": "kind: HelmRelease\n"})
+	opts := render.DefaultOptions()
+	opts.Helm.Chart = &render.RemoteChart{RepoURL: repo.URL, Name: "podinfo", Version: "1.0.0"}
+	opts.Remote = f
+	_, err := render.Render(t.Context(), root, "apps/podinfo", opts)
+	reason, ok := render.IsUnavailable(err)
+	if !ok {
+		t.Fatalf("%v is not Unavailable", err)
+	}
+	t.Logf("reason: %s", reason)
+	if !strings.Contains(reason, "podinfo") || !strings.Contains(reason, "remote cache") {
+		t.Errorf("reason %q does not name the chart and the cache", reason)
+	}
+	for _, p := range []string{f.Cache().Dir(), root} {
+		if strings.Contains(reason, p) {
+			t.Errorf("reason %q names the local path %s", reason, p)
+		}
+	}
+	if absPath.MatchString(reason) {
+		t.Errorf("reason %q names an absolute path", reason)
+	}
+}
+
+// absPath matches an absolute local path in a message (not a URL's "//").
+var absPath = regexp.MustCompile(`(?:^|[\s'"(=])/\w`)

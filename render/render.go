@@ -27,6 +27,12 @@ import (
 // dependencies are fetched first, in this process (prefetch); ObjectSet.Charts
 // names the versions they resolved to.
 func Render(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
+	set, err := renderFetching(ctx, root, target, opts)
+	return set, hideLocalPaths(err, root, opts)
+}
+
+// renderFetching is Render, its errors naming local paths.
+func renderFetching(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
 	opts = withDefaults(opts)
 	checkoutRoot := root
 	root, target, charts, err := prefetch(ctx, root, target, &opts)
