@@ -29,12 +29,13 @@ func childSysProcAttr() *syscall.SysProcAttr {
 func setChildLimits(pid int, opts Options) error {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid), []byte("1000"), 0)
 	cpu := uint64(math.Ceil(opts.MaxCPUTime.Seconds()))
+	mem := uint64(opts.MaxMemoryBytes) * raceMemoryFactor
 	limits := []struct {
 		name     string
 		resource int
 		cur, max uint64
 	}{
-		{"memory", unix.RLIMIT_DATA, uint64(opts.MaxMemoryBytes), uint64(opts.MaxMemoryBytes)},
+		{"memory", unix.RLIMIT_DATA, mem, mem},
 		{"CPU time", unix.RLIMIT_CPU, cpu, cpu + 1},
 		{"core size", unix.RLIMIT_CORE, 0, 0},
 		{"file size", unix.RLIMIT_FSIZE, 0, 0},
