@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -453,9 +456,10 @@ func (j *run) failed(ctx context.Context, err error) string {
 		}
 		return OutcomeSuperseded
 	}
+	msg := j.w.hidePaths(err.Error())
 	if refused(err) && !j.started.IsZero() {
-		j.finish(ctx, bot.StateError, "driftpreview refused this commit: "+firstLine(err.Error()),
-			"driftpreview does not preview this commit: "+err.Error()+"\n\nThe limits keep a pull request from filling the bot's disk or memory; change the pull request to stay within them and push again.")
+		j.finish(ctx, bot.StateError, "driftpreview refused this commit: "+firstLine(msg),
+			"driftpreview does not preview this commit: "+msg+"\n\nThe limits keep a pull request from filling the bot's disk or memory; change the pull request to stay within them and push again.")
 		return OutcomeError
 	}
 	if j.job.Attempt < j.job.MaxAttempts {
@@ -464,9 +468,29 @@ func (j *run) failed(ctx context.Context, err error) string {
 	}
 	if j.pr.HeadSHA != "" {
 		j.finish(ctx, bot.StateError, "driftpreview could not finish", "driftpreview gave up after "+
-			fmt.Sprint(j.job.Attempt)+" attempts: "+mdtext.Text(firstLine(err.Error())))
+			fmt.Sprint(j.job.Attempt)+" attempts: "+mdtext.Text(firstLine(msg)))
 	}
 	return OutcomeError
+}
+
+// hidePaths names the service's own directories (the repository mirror, the
+// checkout dir, the temp dir) symbolically in an error for a status: a
+// user-facing message never shows where the service keeps its files (issue 20).
+func (w *Worker) hidePaths(msg string) string {
+	var dirs [][2]string
+	if w.mirror != nil && w.mirror.dir != "" {
+		dirs = append(dirs, [2]string{w.mirror.dir, "(repository mirror)"})
+	}
+	if w.opts.CheckoutDir != "" {
+		dirs = append(dirs, [2]string{w.opts.CheckoutDir, "(checkout dir)"})
+	}
+	dirs = append(dirs, [2]string{os.TempDir(), "(temp dir)"})
+	for _, d := range dirs {
+		if p := filepath.Clean(d[0]); p != "/" && p != "." {
+			msg = strings.ReplaceAll(msg, p, d[1])
+		}
+	}
+	return msg
 }
 
 // finish sets a final status even when ctx is already done.

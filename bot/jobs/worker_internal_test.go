@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,6 +49,25 @@ func TestCheckState(t *testing.T) {
 	for _, tt := range tests {
 		if got, _ := checkState(&tt.rep); got != tt.state {
 			t.Errorf("%s: state %s, want %s", tt.name, got, tt.state)
+		}
+	}
+}
+
+// TestHidePaths: the error a status shows after the last attempt (a git error
+// naming the mirror, a checkout under the checkout dir or the temp dir) names
+// the service's directories symbolically, never where it keeps its files.
+func TestHidePaths(t *testing.T) {
+	w := &Worker{mirror: NewMirror("/srv/driftpreview/mirror"), opts: Options{CheckoutDir: "/dev/shm/dp"}}
+	tmp := filepath.Join(os.TempDir(), "driftpreview-head-123")
+	for _, tc := range []struct{ in, want string }{
+		{`resolving "eeeeeee" in /srv/driftpreview/mirror/github.com/acme/shop.git: not a commit (fetch it first?)`,
+			`resolving "eeeeeee" in (repository mirror)/github.com/acme/shop.git: not a commit (fetch it first?)`},
+		{"checking out head into /dev/shm/dp/co-1: no space left on device", "checking out head into (checkout dir)/co-1: no space left on device"},
+		{"reading " + tmp + "/apps/x.yaml: permission denied", "reading (temp dir)/driftpreview-head-123/apps/x.yaml: permission denied"},
+		{"apps/shop: /spec/replicas is owned by kube-controller-manager", "apps/shop: /spec/replicas is owned by kube-controller-manager"},
+	} {
+		if got := w.hidePaths(tc.in); got != tc.want {
+			t.Errorf("hidePaths(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 		}
 	}
 }
