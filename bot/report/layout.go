@@ -331,19 +331,7 @@ func (l *layout) sectionSummary(t *diffing.TargetReport, changed int) string {
 	case changed == 0:
 		counts = "no changes"
 	default:
-		var parts []string
-		for _, p := range []struct {
-			n    int
-			what string
-		}{{t.Summary.Created, "created"}, {t.Summary.Modified, "modified"}, {t.Summary.Deleted, "deleted"}, {t.Summary.Unchanged, "unchanged"}} {
-			if p.n > 0 {
-				parts = append(parts, thousands(p.n)+" "+p.what)
-			}
-		}
-		if len(parts) == 0 {
-			parts = append(parts, plural(changed, "object changed", "objects changed"))
-		}
-		counts = strings.Join(parts, " · ")
+		counts = summaryCounts(t.Summary, changed)
 	}
 	return "<b>" + esc(t.Name) + "</b> (" + where + "): " + counts
 }

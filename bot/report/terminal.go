@@ -451,19 +451,7 @@ func targetCounts(t *diffing.TargetReport, changed int) string {
 	case changed == 0:
 		return "no changes"
 	}
-	var parts []string
-	for _, p := range []struct {
-		n    int
-		what string
-	}{{t.Summary.Created, "created"}, {t.Summary.Modified, "modified"}, {t.Summary.Deleted, "deleted"}, {t.Summary.Unchanged, "unchanged"}} {
-		if p.n > 0 {
-			parts = append(parts, thousands(p.n)+" "+p.what)
-		}
-	}
-	if len(parts) == 0 {
-		return plural(changed, "object changed", "objects changed")
-	}
-	return strings.Join(parts, " · ")
+	return summaryCounts(t.Summary, changed)
 }
 
 // splitLines splits text into lines, without a last empty one.

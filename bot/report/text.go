@@ -10,6 +10,25 @@ import (
 	"github.com/driftpreview/driftpreview/render"
 )
 
+// summaryCounts writes a target's object counts as the comment's and the
+// terminal's section summaries do: "2 modified · 1 deleted · 3 unchanged", or
+// "1 object changed" when the counts are all zero.
+func summaryCounts(s diffing.Summary, changed int) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{s.Created, "created"}, {s.Modified, "modified"}, {s.Deleted, "deleted"}, {s.Unchanged, "unchanged"}} {
+		if p.n > 0 {
+			parts = append(parts, thousands(p.n)+" "+p.what)
+		}
+	}
+	if len(parts) == 0 {
+		return plural(changed, "object changed", "objects changed")
+	}
+	return strings.Join(parts, " · ")
+}
+
 // plural writes "1 error", "3 errors".
 func plural(n int, one, many string) string {
 	if n == 1 {
