@@ -97,18 +97,23 @@ func (r repo) checkoutBoth(ctx context.Context, base, head, parent string) (chec
 		changed sync.WaitGroup
 	)
 	changed.Go(func() { co.changed, errs[2] = r.changed(ctx, base, head) })
-	defer changed.Wait()
+	// fail returns once the changed files are listed: the listing writes co,
+	// which the return copies (a deferred Wait would run after the copy).
+	fail := func(err error) (checkouts, error) {
+		changed.Wait()
+		return co, err
+	}
 	wg.Go(func() { co.baseTree, errs[0] = r.checkTreeSize(ctx, base) })
 	wg.Go(func() { co.headTree, errs[1] = r.checkTreeSize(ctx, head) })
 	wg.Wait()
 	for i, sha := range []string{base, head} {
 		if errs[i] != nil {
-			return co, fmt.Errorf("checking out %s: %w", short(sha), errs[i])
+			return fail(fmt.Errorf("checking out %s: %w", short(sha), errs[i]))
 		}
 	}
 	tmp, err := makeCheckoutDir(parent, co.baseTree.need()+co.headTree.need())
 	if err != nil {
-		return co, err
+		return fail(err)
 	}
 	co.tmp, co.baseDir, co.headDir = tmp, filepath.Join(tmp, "base"), filepath.Join(tmp, "head")
 	trees := [2]*tree{&co.baseTree, &co.headTree}
