@@ -19,43 +19,48 @@ import (
 // duplicates left by a race deleted. Pages longer than MaxCommentLength are truncated
 // with a note.
 func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages []string) error {
+	t, key, unlock, err := c.openThread(pr, key, "upserting comment")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return hosttext.UpsertThread(ctx, t, fmt.Sprintf("upserting comment on %s#%d", pr.Repo, pr.Number), key, pr.HeadSHA, pages, MaxCommentLength)
+}
+
+// thread is pr's comment thread (hosttext.Thread) through one installation.
+type thread struct {
+	c           *Client
+	in          *installation
+	owner, name string
+	pr          bot.PR
+}
+
+func (t thread) List(ctx context.Context) ([]hosttext.Comment, error) {
+	return t.c.botComments(ctx, t.in, t.owner, t.name, t.pr)
+}
+
+func (t thread) Apply(ctx context.Context, ops []hosttext.Op) error {
+	return t.c.apply(ctx, t.in, t.owner, t.name, t.pr, ops)
+}
+
+// openThread is what UpsertComment and ReconcileComments share: pr's repository
+// and installation, the sticky key ("" means the check name's), and pr's lock,
+// held until unlock. doing names the caller in errors.
+func (c *Client) openThread(pr bot.PR, key, doing string) (t thread, _ string, unlock func(), _ error) {
 	owner, name, err := split(pr.Repo)
 	if err != nil {
-		return fmt.Errorf("upserting comment: %w", err)
+		return t, "", nil, fmt.Errorf("%s: %w", doing, err)
 	}
 	in, err := c.install(pr.InstallationID)
 	if err != nil {
-		return fmt.Errorf("upserting comment on %s#%d: %w", pr.Repo, pr.Number, err)
+		return t, "", nil, fmt.Errorf("%s on %s#%d: %w", doing, pr.Repo, pr.Number, err)
 	}
 	if key == "" {
 		key = hosttext.CheckKey(c.opts.CheckName)
 	}
 	mu := c.prLock(pr)
 	mu.Lock()
-	defer mu.Unlock()
-
-	existing, err := c.botComments(ctx, in, owner, name, pr)
-	if err != nil {
-		return err
-	}
-	ops, err := hosttext.PlanHead(key, pr.HeadSHA, existing, pages, MaxCommentLength)
-	if err != nil {
-		return fmt.Errorf("upserting comment on %s#%d: %w", pr.Repo, pr.Number, err)
-	}
-	if err := c.apply(ctx, in, owner, name, pr, ops); err != nil {
-		return err
-	}
-	// Reconcile: a job of an older head cancelled while its POST was in flight may
-	// have created a second sticky comment after the listing above. List again and
-	// keep only this head's.
-	if len(ops) == 0 {
-		return nil
-	}
-	existing, err = c.botComments(ctx, in, owner, name, pr)
-	if err != nil {
-		return err
-	}
-	return c.apply(ctx, in, owner, name, pr, hosttext.Reconcile(key, pr.HeadSHA, existing))
+	return thread{c: c, in: in, owner: owner, name: name, pr: pr}, key, mu.Unlock, nil
 }
 
 // botComments lists the comments on pr this App may have written, oldest first.
@@ -113,23 +118,10 @@ func (c *Client) ours(u *gh.User) bool {
 // nothing when pr's head has no sticky comment. The worker calls it a while after
 // posting, for a POST of an older head that landed late.
 func (c *Client) ReconcileComments(ctx context.Context, pr bot.PR, key string) error {
-	owner, name, err := split(pr.Repo)
-	if err != nil {
-		return fmt.Errorf("reconciling comments: %w", err)
-	}
-	in, err := c.install(pr.InstallationID)
-	if err != nil {
-		return fmt.Errorf("reconciling comments on %s#%d: %w", pr.Repo, pr.Number, err)
-	}
-	if key == "" {
-		key = hosttext.CheckKey(c.opts.CheckName)
-	}
-	mu := c.prLock(pr)
-	mu.Lock()
-	defer mu.Unlock()
-	existing, err := c.botComments(ctx, in, owner, name, pr)
+	t, key, unlock, err := c.openThread(pr, key, "reconciling comments")
 	if err != nil {
 		return err
 	}
-	return c.apply(ctx, in, owner, name, pr, hosttext.Reconcile(key, pr.HeadSHA, existing))
+	defer unlock()
+	return hosttext.ReconcileThread(ctx, t, key, pr.HeadSHA)
 }

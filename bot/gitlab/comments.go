@@ -19,39 +19,44 @@ import (
 // considered, so a human quoting the marker is never touched. Pages longer than
 // MaxCommentLength are truncated with a note.
 func (c *Client) UpsertComment(ctx context.Context, pr bot.PR, key string, pages []string) error {
+	t, key, unlock, err := c.openThread(ctx, pr, key, "upserting note")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return hosttext.UpsertThread(ctx, t, fmt.Sprintf("upserting note on %s!%d", pr.Repo, pr.Number), key, pr.HeadSHA, pages, MaxCommentLength)
+}
+
+// thread is the merge request's note thread (hosttext.Thread), as the token's
+// user (self) sees it.
+type thread struct {
+	c    *Client
+	pr   bot.PR
+	self int64
+}
+
+func (t thread) List(ctx context.Context) ([]hosttext.Comment, error) {
+	return t.c.botNotes(ctx, t.pr, t.self)
+}
+
+func (t thread) Apply(ctx context.Context, ops []hosttext.Op) error {
+	return t.c.apply(ctx, t.pr, ops)
+}
+
+// openThread is what UpsertComment and ReconcileComments share: the token's
+// user, the sticky key ("" means the status name's), and the merge request's
+// lock, held until unlock. doing names the caller in errors.
+func (c *Client) openThread(ctx context.Context, pr bot.PR, key, doing string) (t thread, _ string, unlock func(), _ error) {
 	self, err := c.selfID(ctx)
 	if err != nil {
-		return fmt.Errorf("upserting note on %s!%d: %w", pr.Repo, pr.Number, err)
+		return t, "", nil, fmt.Errorf("%s on %s!%d: %w", doing, pr.Repo, pr.Number, err)
 	}
 	if key == "" {
 		key = hosttext.CheckKey(c.opts.StatusName)
 	}
 	mu := c.prLock(pr)
 	mu.Lock()
-	defer mu.Unlock()
-
-	existing, err := c.botNotes(ctx, pr, self)
-	if err != nil {
-		return err
-	}
-	ops, err := hosttext.PlanHead(key, pr.HeadSHA, existing, pages, MaxCommentLength)
-	if err != nil {
-		return fmt.Errorf("upserting note on %s!%d: %w", pr.Repo, pr.Number, err)
-	}
-	if err := c.apply(ctx, pr, ops); err != nil {
-		return err
-	}
-	// Reconcile: a job of an older head cancelled while its POST was in flight may
-	// have created a second sticky note after the listing above. List again and
-	// keep only this head's.
-	if len(ops) == 0 {
-		return nil
-	}
-	existing, err = c.botNotes(ctx, pr, self)
-	if err != nil {
-		return err
-	}
-	return c.apply(ctx, pr, hosttext.Reconcile(key, pr.HeadSHA, existing))
+	return thread{c: c, pr: pr, self: self}, key, mu.Unlock, nil
 }
 
 // botNotes lists the notes on the merge request written by the token's user,
@@ -106,19 +111,10 @@ func (c *Client) apply(ctx context.Context, pr bot.PR, ops []hosttext.Op) error 
 // one, and does nothing when pr's head has no sticky note. The worker calls it a
 // while after posting, for a POST of an older head that landed late.
 func (c *Client) ReconcileComments(ctx context.Context, pr bot.PR, key string) error {
-	self, err := c.selfID(ctx)
-	if err != nil {
-		return fmt.Errorf("reconciling notes on %s!%d: %w", pr.Repo, pr.Number, err)
-	}
-	if key == "" {
-		key = hosttext.CheckKey(c.opts.StatusName)
-	}
-	mu := c.prLock(pr)
-	mu.Lock()
-	defer mu.Unlock()
-	existing, err := c.botNotes(ctx, pr, self)
+	t, key, unlock, err := c.openThread(ctx, pr, key, "reconciling notes")
 	if err != nil {
 		return err
 	}
-	return c.apply(ctx, pr, hosttext.Reconcile(key, pr.HeadSHA, existing))
+	defer unlock()
+	return hosttext.ReconcileThread(ctx, t, key, pr.HeadSHA)
 }
