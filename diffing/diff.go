@@ -42,6 +42,9 @@ type differ struct {
 	// serverJudged marks head keys whose update the apiserver answered in dry-run
 	// mode (accepted, or refused as immutable): the immutable table is not asked.
 	serverJudged map[render.ObjectKey]bool
+	// skipped marks head keys the controller does not apply (a Flux ssa mark, a
+	// Helm CRD policy): nothing changes live and no update is judged.
+	skipped map[render.ObjectKey]bool
 }
 
 // Diff compares one target's base and head with each other and, when in.Live is
@@ -56,6 +59,7 @@ func Diff(in Input, opts Options) TargetReport {
 		reported: map[string]bool{},
 
 		serverJudged: map[render.ObjectKey]bool{},
+		skipped:      map[render.ObjectKey]bool{},
 	}
 	d.tr = TargetReport{
 		Name:     in.Name,

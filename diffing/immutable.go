@@ -71,7 +71,7 @@ func buildImmutableFields(table []immutableEntry) []immutableField {
 func (d *differ) checkImmutable() {
 	for _, ho := range d.in.Head.Objects {
 		k := ho.Key
-		if d.serverJudged[k] {
+		if d.serverJudged[k] || d.skipped[k] {
 			continue
 		}
 		var ref, base *unstructured.Unstructured
@@ -210,18 +210,27 @@ func quantityDecreases(path string) func(head, ref, _ *unstructured.Unstructured
 // a PVC whose volume is deleted with it).
 func (d *differ) immutableFinding(k render.ObjectKey, path, what string) {
 	f := Finding{Rule: RuleImmutableField, Key: k, Path: path}
-	if !d.opts.Replace {
+	by := d.replacedBy(k)
+	if by == "" {
 		f.Message = fmt.Sprintf("%s, so the sync will fail until the %s is recreated.", what, k.Kind)
 		d.add(f)
 		return
 	}
 	f.Severity = SeverityWarning
-	f.Message = fmt.Sprintf("%s, so it is replaced: %s deletes the %s and recreates it", what, d.who(), k.Kind)
+	if d.fluxKustomize() {
+		// kustomize-controller deletes it (background propagation) and applies
+		// it again (fluxcd/pkg ssa/manager_apply.go ApplyAll).
+		f.Message = fmt.Sprintf("%s, so %s makes %s delete the %s and create it again", what, by, d.who(), k.Kind)
+	} else {
+		f.Message = fmt.Sprintf("%s, so it is replaced: %s deletes the %s and recreates it", what, d.who(), k.Kind)
+	}
 	switch {
 	case k.GroupKind() == gkPVC:
 		f.Message += ", which risks the data on its volume."
 	case k.GroupKind() == gkStatefulSet:
 		f.Message += " with all its pods, which risks its data unless its claims are retained."
+	case k.GroupKind() == gkJob:
+		f.Message += ": the Job runs again (and its old pods are deleted)."
 	case Stateful(k.GroupKind(), d.opts.StatefulKinds):
 		f.Message += ", which risks its data."
 	default:

@@ -21,6 +21,14 @@ func (d *differ) checkLive() {
 		c := d.changes[k]
 		lo := live.Objects[k]
 		pred, ok := live.Predictions[k]
+		if mark, what := d.fluxSkip(ho.Obj, lo); mark != "" {
+			d.skipApply(k, mark, what)
+			continue
+		}
+		if mark, what := d.helmCRDSkip(k, lo); mark != "" {
+			d.skipApply(k, mark, what)
+			continue
+		}
 		if pred.Err != nil {
 			d.refused(k, ho.Obj, lo, pred)
 			continue
@@ -256,7 +264,7 @@ func (d *differ) refused(k render.ObjectKey, head, live *unstructured.Unstructur
 		c.LiveAction = ActionUnchanged
 		d.serverJudged[k] = true
 		d.immutableRefused(k, head, live, r)
-		if d.opts.Replace && live != nil {
+		if d.replacedBy(k) != "" && live != nil {
 			// The controller replaces what it cannot update (Argo CD Replace=true,
 			// Flux force), so the live object does change: to head, as simulate
 			// predicts it.

@@ -32,6 +32,9 @@ type Options struct {
 	// report (JudgeIgnores).
 	Ignore []IgnoreRule
 	Policy Policy
+	// HelmCRDs are a Flux HelmRelease's policies for its chart's crds/
+	// directory (Manager helm-controller only).
+	HelmCRDs HelmCRDs
 	// Removal, when set, says that this PR deletes the controller object that
 	// deploys the target, and what that does to the objects ("Application
 	// `argocd/shop` is deleted by this PR, and Argo CD's resources finalizer

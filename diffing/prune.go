@@ -68,6 +68,9 @@ func (d *differ) checkRemoved() {
 		if protect == "" {
 			protect = protection(live)
 		}
+		if protect == "" {
+			protect = d.helmCRDKept(k)
+		}
 		if newKey, ok := rotated[k]; ok {
 			d.hashRotation(k, newKey, protect)
 			if live != nil && d.opts.Prune && protect == "" {
@@ -130,14 +133,11 @@ func protection(obj *unstructured.Unstructured) string {
 		return ""
 	}
 	ann := obj.GetAnnotations()
-	labels := obj.GetLabels()
 	switch {
 	case strings.Contains(ann["argocd.argoproj.io/sync-options"], "Prune=false"):
 		return code("argocd.argoproj.io/sync-options: Prune=false")
-	case ann["kustomize.toolkit.fluxcd.io/prune"] == "disabled":
-		return code("kustomize.toolkit.fluxcd.io/prune: disabled")
-	case labels["kustomize.toolkit.fluxcd.io/prune"] == "disabled":
-		return code("kustomize.toolkit.fluxcd.io/prune: disabled")
+	case fluxPruneExclusion(obj) != "":
+		return fluxPruneExclusion(obj)
 	case ann["helm.sh/resource-policy"] == "keep":
 		return code("helm.sh/resource-policy: keep")
 	}

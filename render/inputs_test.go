@@ -202,7 +202,7 @@ func TestFindInputsKnowsEveryOption(t *testing.T) {
 		// FluxValuesFiles and IgnoreMissingValuesFiles change how ValuesFiles merge,
 		// not which files are read: the walker follows ValuesFiles either way.
 		"HelmOptions":      {"ReleaseName", "ValuesFiles", "FluxValuesFiles", "IgnoreMissingValuesFiles", "Values", "SkipCRDs", "KubeVersion", "Chart", "deps", "checkoutValues"},
-		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "Patches", "Components", "RemoteBases"},
+		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "MetadataOnlyAnnotations", "Patches", "Components", "RemoteBases"},
 		"JsonnetOptions":   {"ExtVars", "TLAs", "Libs"},
 	}
 	for _, v := range []any{render.Options{}, render.PlainOptions{}, render.HelmOptions{}, render.KustomizeOptions{}, render.JsonnetOptions{}} {

@@ -407,7 +407,25 @@ func wrapperKustomization(sb *sandbox, dir string, ko KustomizeOptions) ([]byte,
 	if len(ko.CommonLabels) > 0 {
 		k["labels"] = []types.Label{{Pairs: ko.CommonLabels}}
 	}
-	if len(ko.CommonAnnotations) > 0 {
+	switch {
+	case len(ko.CommonAnnotations) > 0 && ko.MetadataOnlyAnnotations:
+		// Flux's commonMetadata annotates each object's own metadata only
+		// (fluxcd/pkg ssa/utils/meta.go SetCommonMetadata, called by
+		// kustomize-controller's apply after the build), never pod templates,
+		// as kustomize's commonAnnotations does: a builtin transformer with
+		// only that field.
+		tr, err := sigsyaml.Marshal(map[string]any{
+			"apiVersion":  "builtin",
+			"kind":        "AnnotationsTransformer",
+			"metadata":    map[string]any{"name": "common-metadata"},
+			"annotations": ko.CommonAnnotations,
+			"fieldSpecs":  []map[string]any{{"path": "metadata/annotations", "create": true}},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("kustomize override annotations: %w", err)
+		}
+		k["transformers"] = []string{string(tr)}
+	case len(ko.CommonAnnotations) > 0:
 		k["commonAnnotations"] = ko.CommonAnnotations
 	}
 	var images []types.Image

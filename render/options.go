@@ -175,6 +175,10 @@ type KustomizeOptions struct {
 	Images            []string          // "name=newName:tag" or "name:tag"
 	CommonLabels      map[string]string // labels only, selectors untouched
 	CommonAnnotations map[string]string
+	// MetadataOnlyAnnotations puts CommonAnnotations on each object's own
+	// metadata only, as Flux's commonMetadata does; without it they reach pod
+	// templates too, as kustomize's commonAnnotations (Argo CD's) do.
+	MetadataOnlyAnnotations bool `json:",omitempty"`
 	// Patches are kustomize patch entries (strategic merge or JSON6902) in YAML.
 	Patches    []string
 	Components []string // paths relative to the checkout root

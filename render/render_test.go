@@ -58,6 +58,20 @@ patch: |-
 			},
 		},
 		{
+			// Flux's commonMetadata: each object's own labels and annotations,
+			// never the pod template's (issue 24).
+			name:   "kustomize-flux-common-metadata",
+			root:   "testdata/kustomize",
+			target: "overlays/prod",
+			opts: func(o *render.Options) {
+				o.Kustomize = render.KustomizeOptions{
+					CommonLabels:            map[string]string{"team": "shop"},
+					CommonAnnotations:       map[string]string{"owner": "team-shop"},
+					MetadataOnlyAnnotations: true,
+				}
+			},
+		},
+		{
 			// No kustomization.yaml: generated the way kustomize-controller does.
 			name:   "kustomize-flux-generated",
 			root:   "testdata/fluxgen",

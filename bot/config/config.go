@@ -73,4 +73,6 @@ type Sync struct {
 	SelfHeal bool
 	Manager  string
 	Replace  bool
+	// HelmCRDs are a Flux HelmRelease's CRD policies (discovery only).
+	HelmCRDs diffing.HelmCRDs
 }

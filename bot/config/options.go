@@ -17,6 +17,7 @@ func (c *Config) DiffOptions(t Target) diffing.Options {
 	o.Prune = t.Sync.Prune
 	o.Replace = t.Sync.Replace
 	o.SelfHeal = t.Sync.SelfHeal
+	o.HelmCRDs = t.Sync.HelmCRDs
 	if t.Sync.Manager != "" {
 		o.Manager = t.Sync.Manager
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"maps"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -215,6 +217,9 @@ type fluxKustomizationSpec struct {
 		SourceRef       fluxSourceRef    `json:"sourceRef"`
 		Patches         []map[string]any `json:"patches"`
 		Components      []string         `json:"components"`
+		// IgnoreMissingComponents skips components that do not exist
+		// (fluxcd/pkg kustomize/kustomize_generator.go GenerateManifest).
+		IgnoreMissingComponents bool `json:"ignoreMissingComponents"`
 		Images          []fluxImage      `json:"images"`
 		CommonMetadata  *fluxCommonMeta  `json:"commonMetadata"`
 		KubeConfig      map[string]any   `json:"kubeConfig"`
@@ -340,6 +345,7 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 	}
 	if cm := s.CommonMetadata; cm != nil {
 		k.CommonLabels, k.CommonAnnotations = cm.Labels, cm.Annotations
+		k.MetadataOnlyAnnotations = len(cm.Annotations) > 0
 	}
 	for _, pt := range s.Patches {
 		b, err := yaml.Marshal(pt)
@@ -352,6 +358,10 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 		cp, ok := cleanRel(p + "/" + c)
 		if !ok {
 			return notRendered(fmt.Sprintf("component %q leaves the repository", c))
+		}
+		if _, err := os.Stat(filepath.Join(d.root, filepath.FromSlash(cp))); err != nil && s.IgnoreMissingComponents {
+			t.Notes = append(t.Notes, fmt.Sprintf("component %s does not exist and spec.ignoreMissingComponents is set: it is skipped, as kustomize-controller does", c))
+			continue
 		}
 		k.Components = append(k.Components, cp)
 	}
@@ -481,10 +491,16 @@ type fluxHelmReleaseBody struct {
 		CRDs string `json:"crds"`
 	} `json:"install"`
 	Upgrade *struct {
-		Force bool `json:"force"`
+		Force           bool   `json:"force"`
+		CRDs            string `json:"crds"`
+		ServerSideApply string `json:"serverSideApply"`
 	} `json:"upgrade"`
 	DriftDetection *struct {
-		Mode string `json:"mode"`
+		Mode   string `json:"mode"`
+		Ignore []struct {
+			Paths  []string       `json:"paths"`
+			Target map[string]any `json:"target"`
+		} `json:"ignore"`
 	} `json:"driftDetection"`
 }
 
@@ -506,9 +522,21 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	}
 	s := hr.Spec
 	selfHeal := s.DriftDetection != nil && s.DriftDetection.Mode == "enabled"
-	force := s.Upgrade != nil && s.Upgrade.Force
-	ctrl.AutoSync, ctrl.Prune, ctrl.SelfHeal, ctrl.Suspended, ctrl.Replace = !s.Suspend, true, selfHeal, s.Suspend, force
-	t.Sync = config.Sync{Prune: true, SelfHeal: selfHeal, Manager: diffing.FluxHelmRelease.Manager, Replace: force}
+	// spec.upgrade.force never turns a refused update into a delete and
+	// create: helm-controller ignores it under server-side apply, its default
+	// (internal/action/upgrade.go: ForceReplace = Force && !serverSideApply),
+	// and otherwise Helm replaces the object with a PUT (helm v4
+	// pkg/kube/client.go replaceResource), which the apiserver refuses for an
+	// immutable field as it refuses a patch.
+	ctrl.AutoSync, ctrl.Prune, ctrl.SelfHeal, ctrl.Suspended = !s.Suspend, true, selfHeal, s.Suspend
+	t.Sync = config.Sync{Prune: true, SelfHeal: selfHeal, Manager: diffing.FluxHelmRelease.Manager}
+	t.Notes = append(t.Notes, helmReleaseOptionNotes(s)...)
+	if s.Install != nil {
+		t.Sync.HelmCRDs.Install = s.Install.CRDs
+	}
+	if s.Upgrade != nil {
+		t.Sync.HelmCRDs.Upgrade = s.Upgrade.CRDs
+	}
 	t.Namespace = firstNonEmpty(s.TargetNamespace, m.Namespace)
 	if s.Suspend {
 		t.Findings = append(t.Findings, diffing.Finding{
@@ -607,6 +635,28 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	return d.fluxReleaseValues(t, m, s, ns, fx, opts), false
 }
 
+// helmReleaseOptionNotes says what the HelmRelease options that change the
+// outcome of a merge do, as helm-controller implements them.
+func helmReleaseOptionNotes(s fluxHelmReleaseBody) []string {
+	var notes []string
+	if s.Upgrade != nil && s.Upgrade.Force {
+		why := "helm-controller ignores it under server-side apply, its default (internal/action/upgrade.go)"
+		if strings.EqualFold(s.Upgrade.ServerSideApply, "disabled") {
+			why = "with server-side apply disabled Helm replaces objects with a PUT, which the API refuses for an immutable field as it refuses a patch"
+		}
+		notes = append(notes, "spec.upgrade.force does not recreate objects: "+why+". A change to an immutable field still fails the upgrade.")
+	}
+	if dd := s.DriftDetection; dd != nil && len(dd.Ignore) > 0 {
+		var paths []string
+		for _, r := range dd.Ignore {
+			paths = append(paths, r.Paths...)
+		}
+		notes = append(notes, fmt.Sprintf("spec.driftDetection.ignore (%s) applies to helm-controller's drift detection and correction only: a Helm upgrade, such as this merge's, applies every field the chart renders, ignored or not (internal/reconcile/state.go passes the rules to action.Diff alone).",
+			strings.Join(paths, ", ")))
+	}
+	return notes
+}
+
 // fluxReleaseValues fills the release name, CRD policy and values of a
 // HelmRelease's target and sets its render options.
 func (d *discovery) fluxReleaseValues(t config.Target, m *manifest, s fluxHelmReleaseBody, ns string, fx *fluxIndex, opts render.Options) config.Target {
@@ -617,7 +667,9 @@ func (d *discovery) fluxReleaseValues(t config.Target, m *manifest, s fluxHelmRe
 			opts.Helm.ReleaseName = s.TargetNamespace + "-" + m.Name
 		}
 	}
-	opts.Helm.SkipCRDs = s.Install != nil && s.Install.CRDs == "Skip"
+	// The chart's crds/ CRDs are rendered unless no policy ever applies them;
+	// diffing judges the others by the policy (diffing.HelmCRDs).
+	opts.Helm.SkipCRDs = s.Install != nil && s.Install.CRDs == "Skip" && s.Upgrade != nil && s.Upgrade.CRDs == "Skip"
 	values := map[string]any{}
 	for _, vf := range s.ValuesFrom {
 		kind := firstNonEmpty(vf.Kind, "ConfigMap")

@@ -729,6 +729,79 @@ var gitopsCases = []gitopsCase{
 			}
 		},
 	},
+	// Issue 24: kustomize-controller's per-object marks. ssa: IfNotPresent
+	// objects are created only (cainjector's CA stays, the PR's change to
+	// seeded is not applied), ssa: Ignore (any case, as a label) is never
+	// applied, prune: Disabled (any case) keeps a removed object.
+	{
+		name: "30-flux-ssa-policies",
+		must: []string{
+			"sync-disabled ConfigMap/g30/seeded",
+			"sync-disabled ConfigMap/g30/legacy",
+			"orphan ConfigMap/g30/keep-me",
+		},
+		mustNot: []string{"field-conflict", "prune ", "ConfigMap/g30/settings", "ConfigMap/g30/ca-bundle"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g30-app", "ConfigMap/g30/seeded", diffing.ActionModified, diffing.ActionUnchanged)
+			wantChange(t, rep, "g30-app", "ConfigMap/g30/legacy", diffing.ActionModified, diffing.ActionUnchanged)
+			wantChange(t, rep, "g30-app", "ConfigMap/g30/settings", diffing.ActionModified, diffing.ActionModified)
+			wantChange(t, rep, "g30-app", "ConfigMap/g30/keep-me", diffing.ActionDeleted, diffing.ActionUnchanged)
+			for _, f := range targetNamed(t, rep, "g30-app").Findings {
+				want := map[string]string{"seeded": "`kustomize.toolkit.fluxcd.io/ssa: IfNotPresent`", "legacy": "`kustomize.toolkit.fluxcd.io/ssa: Ignore`",
+					"keep-me": "`kustomize.toolkit.fluxcd.io/prune: disabled`"}[f.Key.Name]
+				if want != "" && !strings.Contains(f.Message, want) {
+					t.Errorf("%s %s does not name the mark %s: %s", f.Rule, f.Key, want, f.Message)
+				}
+			}
+		},
+		variants: []gitopsVariant{{
+			// Without the marks Flux applies both: the CA cainjector wrote is
+			// overwritten, and the PR's change to seeded is applied.
+			name: "without-ssa-marks",
+			edits: map[string][2]string{
+				"base/apps/g30-app/ca-bundle.yaml": {"  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n", ""},
+				"head/apps/g30-app/ca-bundle.yaml": {"  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n", ""},
+				"base/apps/g30-app/seeded.yaml":    {"  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n", ""},
+				"head/apps/g30-app/seeded.yaml":    {"  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n", ""},
+			},
+			must:    []string{"field-conflict ConfigMap/g30/ca-bundle /data/ca.crt cainjector", "sync-disabled ConfigMap/g30/legacy"},
+			mustNot: []string{"ConfigMap/g30/seeded"},
+		}},
+	},
+	// Issue 24: an immutable-field change under kustomize-controller's force.
+	// The Job marked force: enabled is deleted and created again (it runs
+	// again): a warning, not a failed sync. The StatefulSet, unmarked, fails
+	// the sync; with the Kustomization's spec.force it is recreated with all
+	// its pods instead, its own risk.
+	{
+		name:    "31-flux-force-recreate",
+		must:    []string{"immutable-field Job/g31/migrate /spec/template", "immutable-field StatefulSet/g31/db /spec/volumeClaimTemplates"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			for _, f := range targetNamed(t, rep, "g31-jobs").Findings {
+				switch f.Key.Kind {
+				case "Job":
+					if f.Severity != diffing.SeverityWarning || !strings.Contains(f.Message, "`kustomize.toolkit.fluxcd.io/force: enabled` makes kustomize-controller delete the Job and create it again: the Job runs again") {
+						t.Errorf("the forced Job is a recreate warning naming the mark; got %s: %s", f.Severity, f.Message)
+					}
+				case "StatefulSet":
+					if f.Severity != diffing.SeverityError || !strings.Contains(f.Message, "the sync will fail") {
+						t.Errorf("the unforced StatefulSet fails the sync; got %s: %s", f.Severity, f.Message)
+					}
+				}
+			}
+			wantChange(t, rep, "g31-jobs", "Job/g31/migrate", diffing.ActionModified, diffing.ActionModified)
+			wantChange(t, rep, "g31-jobs", "StatefulSet/g31/db", diffing.ActionModified, diffing.ActionUnchanged)
+		},
+		variants: []gitopsVariant{{
+			name: "with-spec-force",
+			edits: map[string][2]string{
+				"base/clusters/test/g31-jobs.yaml": {"  prune: true\n", "  prune: true\n  force: true\n"},
+				"head/clusters/test/g31-jobs.yaml": {"  prune: true\n", "  prune: true\n  force: true\n"},
+			},
+			must: []string{"immutable-field Job/g31/migrate /spec/template", "immutable-field StatefulSet/g31/db /spec/volumeClaimTemplates"},
+		}},
+	},
 }
 
 // ignoreReplicas is the ignoreDifferences of 04-argo-ignore-differences.

@@ -525,6 +525,11 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	tr := diffing.Diff(in, opts)
 	p.markPreExisting(ctx, &tr, in, opts, lr)
 	tr.Controller = t.Controller
+	if lr.suspended && !t.Controller.Suspended {
+		c := *t.Controller
+		c.Suspended, c.AutoSync, c.SelfHeal = true, false, false
+		tr.Controller = &c
+	}
 	// Discovery's findings and the live controller's come from the target as the
 	// base declares it (base wins in discovery), so they hold at base too.
 	discovered := slices.Clone(t.Findings)
@@ -568,6 +573,14 @@ type liveRead struct {
 	release [2]string
 	reader  *live.Reader // nil when the read failed before it started
 	opts    live.Options
+	// suspended is true when the Flux object is suspended in git or live:
+	// no live objects were read.
+	suspended bool
+}
+
+// isFlux says whether a Flux controller deploys the target.
+func isFlux(c *diffing.Controller) bool {
+	return c.Kind == diffing.FluxKustomization.Kind || c.Kind == diffing.FluxHelmRelease.Kind
 }
 
 // live reads the target's live state: its GitOps controller object first (the exact
@@ -613,6 +626,14 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 			lo.Inventory = st.Inventory
 			argo = st.Argo
 			release = [2]string{st.ReleaseChart, st.ReleaseVersion}
+			if isFlux(t.Controller) && (t.Controller.Suspended || st.Suspended) {
+				// A suspended Kustomization or HelmRelease applies no new
+				// revision and corrects no drift until it is resumed
+				// (kustomize-controller and helm-controller return before
+				// reconciling when spec.suspend is set): the merge changes
+				// nothing live, so nothing is predicted.
+				return liveRead{findings: findings, note: note, suspended: true}
+			}
 		}
 	}
 	lo.Tracking = tracking(t, argo)

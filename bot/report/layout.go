@@ -427,6 +427,9 @@ func noLiveReason(t *diffing.TargetReport) string {
 		}
 	}
 	switch {
+	case t.Controller != nil && t.Controller.Suspended && t.LiveMode == diffing.LiveOff:
+		return text(controllerName(t.Controller)) + " " + codeSpan(objectName(render.ObjectKey{Namespace: t.Controller.Namespace, Name: t.Controller.Name})) +
+			" is suspended, so merging changes nothing on the cluster until it is resumed; nothing is predicted"
 	case t.LiveMode == diffing.LiveOff:
 		return "live mode is off"
 	case t.Cluster == "":
