@@ -219,11 +219,11 @@ type fluxKustomizationSpec struct {
 		Components      []string         `json:"components"`
 		// IgnoreMissingComponents skips components that do not exist
 		// (fluxcd/pkg kustomize/kustomize_generator.go GenerateManifest).
-		IgnoreMissingComponents bool `json:"ignoreMissingComponents"`
-		Images          []fluxImage      `json:"images"`
-		CommonMetadata  *fluxCommonMeta  `json:"commonMetadata"`
-		KubeConfig      map[string]any   `json:"kubeConfig"`
-		PostBuild       *fluxPostBuild   `json:"postBuild"`
+		IgnoreMissingComponents bool            `json:"ignoreMissingComponents"`
+		Images                  []fluxImage     `json:"images"`
+		CommonMetadata          *fluxCommonMeta `json:"commonMetadata"`
+		KubeConfig              map[string]any  `json:"kubeConfig"`
+		PostBuild               *fluxPostBuild  `json:"postBuild"`
 	} `json:"spec"`
 }
 
