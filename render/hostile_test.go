@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -441,12 +442,34 @@ func TestRenderHostile(t *testing.T) {
 			wantFile: "app/b.yaml", wantLine: 2, wantMsg: []string{"ConfigMap/cm is defined twice", "app/a.yaml:1"},
 		},
 		{
-			name: "duplicate mapping key",
+			// A plain directory is read as Argo CD's repo server reads it
+			// (sigs.k8s.io/yaml, go-yaml v2): the last value wins, with a note.
+			name: "duplicate mapping key in a plain directory",
 			files: map[string]string{
 				"app/a.yaml": cm + "  name: again\n",
 			},
+			target: "app",
+			check: func(t *testing.T, set render.ObjectSet) {
+				if len(set.Objects) != 1 || set.Objects[0].Obj.GetName() != "again" {
+					t.Errorf("objects %v, want the ConfigMap named by the last name key, again", set.Objects)
+				}
+				want := `app/a.yaml:5: duplicate key "name" (first on line 4): read as Argo CD reads it, the last value wins (kustomize, and so Flux, refuses the file)`
+				if !slices.Contains(set.Notes, want) {
+					t.Errorf("notes %q, want %q", set.Notes, want)
+				}
+			},
+		},
+		{
+			// kustomize refuses it (kyaml: "mapping key already defined"), so
+			// a kustomize target (and every Flux Kustomization) fails as the
+			// controller's build does.
+			name: "duplicate mapping key under kustomize",
+			files: map[string]string{
+				"app/kustomization.yaml": "resources: [a.yaml]\n",
+				"app/a.yaml":             cm + "  name: again\n",
+			},
 			target: "app", wantErr: true,
-			wantFile: "app/a.yaml", wantLine: 5, wantMsg: []string{`duplicate key "name"`, "line 4"},
+			wantFile: "app/kustomization.yaml", wantMsg: []string{`mapping key "name" already defined at line 4`},
 		},
 		{
 			name:   "target outside the checkout",

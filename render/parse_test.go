@@ -3,6 +3,7 @@ package render_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,28 @@ func TestUnmarshalYAML(t *testing.T) {
 	r = refs{Kind: "kept"}
 	if err := render.UnmarshalYAML([]byte("# nothing\n"), "k.yaml", &r); err != nil || r.Kind != "kept" {
 		t.Errorf("an empty document changed the value: %+v, %v", r, err)
+	}
+}
+
+// TestDecodeYAMLLastKeyWins: a repeated key reads as go-yaml v2 reads it
+// (sigs.k8s.io/yaml.Unmarshal, Argo CD's manifest decoder): the last value,
+// in nested mappings too, each repeated key listed once even when an alias
+// converts its mapping again; DecodeYAML still refuses it.
+func TestDecodeYAMLLastKeyWins(t *testing.T) {
+	in := "a: 1\nm: &m\n  x: one\n  x: two\na: 3\ncopy: *m\n"
+	docs, dups, err := render.DecodeYAMLLastKeyWins([]byte(in), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a": int64(3), "m": map[string]any{"x": "two"}, "copy": map[string]any{"x": "two"}}
+	if len(docs) != 1 || !reflect.DeepEqual(docs[0].Value, want) {
+		t.Errorf("value %#v, want %#v", docs, want)
+	}
+	wantDups := []render.DuplicateKey{{File: "f.yaml", Key: "x", Line: 4, First: 3}, {File: "f.yaml", Key: "a", Line: 5, First: 1}}
+	if !reflect.DeepEqual(dups, wantDups) {
+		t.Errorf("duplicates %+v, want %+v", dups, wantDups)
+	}
+	if _, err := render.DecodeYAML([]byte(in), "f.yaml"); err == nil || !strings.Contains(err.Error(), `f.yaml:4: invalid YAML: duplicate key "x"`) {
+		t.Errorf("DecodeYAML error = %v, want the duplicate refused", err)
 	}
 }

@@ -81,7 +81,7 @@ func renderPlain(ctx context.Context, sb *sandbox, dir string, opts Options) (Ob
 		if err := sb.output(f, int64(len(data))); err != nil {
 			return ObjectSet{}, err
 		}
-		objs, notes, err := parse(data, f)
+		objs, notes, err := parseLastKeyWins(data, f)
 		if err != nil {
 			return ObjectSet{}, err
 		}

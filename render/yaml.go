@@ -44,16 +44,51 @@ var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // files it scans for controller objects and bot/config .driftpreview.yaml;
 // UnmarshalYAML is the same for typed values.
 func DecodeYAML(data []byte, file string) ([]Document, error) {
+	docs, _, err := decodeYAML(data, file, false)
+	return docs, err
+}
+
+// DuplicateKey is a key that one mapping of a YAML document holds twice: at
+// Line, first at First.
+type DuplicateKey struct {
+	File        string
+	Key         string
+	Line, First int
+}
+
+// Note says what a file Argo CD reads with a duplicate key deploys.
+func (d DuplicateKey) Note() string {
+	return fmt.Sprintf("%s:%d: duplicate key %q (first on line %d): read as Argo CD reads it, the last value wins (kustomize, and so Flux, refuses the file)", d.File, d.Line, d.Key, d.First)
+}
+
+// DecodeYAMLLastKeyWins is DecodeYAML for files Argo CD reads as manifests
+// (a directory application, and the files discovery scans for controller
+// objects): a mapping key given twice is not an error but read as Argo CD
+// reads it, the last value winning, and returned. Argo CD's repo server
+// splits a manifest file with apimachinery's YAMLOrJSONDecoder
+// (argo-cd reposerver/repository/repository.go splitYAMLOrJSON;
+// gitops-engine pkg/utils/kube/kube.go SplitYAML), which decodes each
+// document with sigs.k8s.io/yaml.Unmarshal: the non-strict go-yaml v2
+// Unmarshal (go.yaml.in/yaml/v2 decode.go setMapIndex sets a repeated key
+// again; only UnmarshalStrict refuses it). kustomize (kyaml, on go-yaml v3)
+// refuses it ("mapping key already defined"), so Flux, which always builds
+// with kustomize, and Argo CD kustomize applications keep DecodeYAML's error.
+func DecodeYAMLLastKeyWins(data []byte, file string) ([]Document, []DuplicateKey, error) {
+	return decodeYAML(data, file, true)
+}
+
+func decodeYAML(data []byte, file string, lastKeyWins bool) ([]Document, []DuplicateKey, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []Document
+	var dups []DuplicateKey
 	for {
 		var n yaml.Node
 		err := dec.Decode(&n)
 		if errors.Is(err, io.EOF) {
-			return docs, nil
+			return docs, dups, nil
 		}
 		if err != nil {
-			return nil, yamlError(err, file)
+			return nil, nil, yamlError(err, file)
 		}
 		if n.Kind != yaml.DocumentNode || len(n.Content) == 0 {
 			continue
@@ -63,13 +98,15 @@ func DecodeYAML(data []byte, file string) ([]Document, error) {
 			continue // an empty document ("---" followed by nothing or comments)
 		}
 		c := newConverter(file)
+		c.lastKeyWins = lastKeyWins
 		if _, err := c.size(root, 0); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		v, err := c.value(root)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		dups = append(dups, c.dups...)
 		docs = append(docs, Document{Line: root.Line, Value: v, Node: root})
 	}
 }
@@ -162,6 +199,11 @@ type converter struct {
 	sizes  map[*yaml.Node]int // memoized expanded size per node
 	height map[*yaml.Node]int // memoized expanded depth below each node
 	active map[*yaml.Node]bool
+	// lastKeyWins reads a repeated mapping key as go-yaml v2 does (the last
+	// value wins) instead of refusing it; dups lists each once.
+	lastKeyWins bool
+	dups        []DuplicateKey
+	dupSeen     map[*yaml.Node]bool
 }
 
 func newConverter(file string) converter {
@@ -296,9 +338,19 @@ func (c *converter) mapping(n *yaml.Node) (map[string]any, error) {
 			key = "null"
 		}
 		if first, dup := seen[key]; dup {
-			return nil, c.errorf(n.Content[i], "invalid YAML: duplicate key %q (first defined on line %d)", key, first)
+			if !c.lastKeyWins {
+				return nil, c.errorf(n.Content[i], "invalid YAML: duplicate key %q (first defined on line %d)", key, first)
+			}
+			if c.dupSeen == nil {
+				c.dupSeen = map[*yaml.Node]bool{}
+			}
+			if !c.dupSeen[n.Content[i]] { // an alias converts a mapping again
+				c.dupSeen[n.Content[i]] = true
+				c.dups = append(c.dups, DuplicateKey{File: c.file, Key: key, Line: n.Content[i].Line, First: first})
+			}
+		} else {
+			seen[key] = n.Content[i].Line
 		}
-		seen[key] = n.Content[i].Line
 		val, err := c.value(v)
 		if err != nil {
 			return nil, err
@@ -377,6 +429,29 @@ func parse(data []byte, file string) ([]parsedObject, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	out, notes := objectsOf(docs, file)
+	return out, notes, nil
+}
+
+// parseLastKeyWins is parse for a manifest file of a plain directory, read
+// as Argo CD (and kubectl apply, through the same decoder) reads it: a key
+// given twice in a mapping takes its last value, with a note naming it
+// (DecodeYAMLLastKeyWins).
+func parseLastKeyWins(data []byte, file string) ([]parsedObject, []string, error) {
+	docs, dups, err := DecodeYAMLLastKeyWins(data, file)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, notes := objectsOf(docs, file)
+	for _, d := range dups {
+		notes = append(notes, d.Note())
+	}
+	return out, notes, nil
+}
+
+// objectsOf is parse's reading of decoded documents: the Kubernetes objects
+// (List kinds flattened) and a note for each document that is none.
+func objectsOf(docs []Document, file string) ([]parsedObject, []string) {
 	var out []parsedObject
 	var notes []string
 	for _, d := range docs {
@@ -403,7 +478,7 @@ func parse(data []byte, file string) ([]parsedObject, []string, error) {
 		}
 		out = append(out, newParsed(m, file, d.Line))
 	}
-	return out, notes, nil
+	return out, notes
 }
 
 func isObject(m map[string]any) bool {

@@ -406,14 +406,15 @@ func (d *discovery) build() *built {
 	}
 	for _, m := range apps {
 		ts, nr := d.argoTargets(m)
-		b.targets = append(b.targets, ts...)
-		b.notRendered = append(b.notRendered, nr...)
+		b.targets = append(b.targets, withNotes(ts, m.dupNotes)...)
+		b.notRendered = append(b.notRendered, withNotes(nr, m.dupNotes)...)
 	}
 	for _, m := range d.manifests {
 		switch {
 		case m.superseded:
 		case m.is(diffing.FluxKustomization):
 			t, skipped := d.fluxKustomization(m, fx)
+			t.Notes = append(t.Notes, m.dupNotes...)
 			if skipped {
 				b.notRendered = append(b.notRendered, t)
 			} else {
@@ -421,6 +422,7 @@ func (d *discovery) build() *built {
 			}
 		case m.is(diffing.FluxHelmRelease):
 			t, skipped := d.fluxHelmRelease(m, fx)
+			t.Notes = append(t.Notes, m.dupNotes...)
 			if skipped {
 				b.notRendered = append(b.notRendered, t)
 			} else {
@@ -441,6 +443,17 @@ func (d *discovery) build() *built {
 	slices.SortStableFunc(b.targets, byName)
 	slices.SortStableFunc(b.notRendered, byName)
 	return b
+}
+
+// withNotes adds notes to each target of ts.
+func withNotes(ts []config.Target, notes []string) []config.Target {
+	if len(notes) == 0 {
+		return ts
+	}
+	for i := range ts {
+		ts[i].Notes = append(slices.Clone(ts[i].Notes), notes...)
+	}
+	return ts
 }
 
 // unique gives t a name no other target of its cluster has: its own, else

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,8 +28,7 @@ func bombLines() string {
 }
 
 // TestDiscoverHostileYAML: the files discovery reads for GitOps objects go through
-// render.DecodeYAML, so an alias bomb, nesting past render.MaxDepth and duplicate
-// keys are refused with a note naming file and line (for a bomb, the line where
+// render's decoder, so an alias bomb and nesting past render.MaxDepth are refused with a note naming file and line (for a bomb, the line where
 // the expansion passes the limit), as render refuses them, and a
 // file over the scan limit is not read at all.
 func TestDiscoverHostileYAML(t *testing.T) {
@@ -38,7 +38,6 @@ func TestDiscoverHostileYAML(t *testing.T) {
 	}{
 		{"alias bomb", hostileApp("info:\n" + bombLines()), "apps/hostile.yaml:14: invalid YAML: aliases expand the document to more than 500000 nodes (a YAML alias bomb?): skipped while looking for GitOps objects"},
 		{"deep nesting", hostileApp("info: " + deep + "\n"), fmt.Sprintf("apps/hostile.yaml:8: invalid YAML: nested more than %d levels deep: skipped while looking for GitOps objects", render.MaxDepth)},
-		{"duplicate keys", hostileApp("  project: a\n  project: b\n"), `apps/hostile.yaml:9: invalid YAML: duplicate key "project" (first defined on line 8): skipped while looking for GitOps objects`},
 		{"huge file", hostileApp("info: [" + strings.Repeat("x, ", maxScanBytes/3) + "x]\n"), fmt.Sprintf("apps/hostile.yaml is larger than %d bytes and was not searched for GitOps objects", maxScanBytes)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,5 +72,35 @@ func TestStringsOfPRHostileYAML(t *testing.T) {
 	}
 	if _, err := e.list([]byte(`{"elementsYaml": "- a: 1\n- ` + strings.Repeat("[", render.MaxDepth+1) + strings.Repeat("]", render.MaxDepth+1) + `"}`)); err == nil || !strings.Contains(err.Error(), "elementsYaml:2: invalid YAML: nested more than") {
 		t.Errorf("elementsYaml: error = %v, want the nesting refused at line 2", err)
+	}
+}
+
+// TestDiscoverDuplicateKey: Argo CD deploys an Application whose file repeats a
+// key (its repo server decodes with sigs.k8s.io/yaml, go-yaml v2: the last value
+// wins), so discovery reads it the same way, with a note naming file and line,
+// instead of skipping the file as invalid YAML.
+func TestDiscoverDuplicateKey(t *testing.T) {
+	app := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: dup\nspec:\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: first\n    namespace: second\n  source: {repoURL: https://github.com/example/repo, path: app}\n"
+	root := writeFiles(t, map[string]string{
+		"apps/dup.yaml": app,
+		"app/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+	})
+	res, err := Discover(t.Context(), root, Options{RepoURLs: []string{thisRepo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Targets) != 1 || res.Targets[0].Name != "dup" {
+		t.Fatalf("targets %v, not rendered %v: want the Application dup", project(res.Targets), project(res.NotRendered))
+	}
+	if ns := res.Targets[0].Namespace; ns != "second" {
+		t.Errorf("namespace = %q, want second (the last value)", ns)
+	}
+	want := `apps/dup.yaml:9: duplicate key "namespace" (first on line 8): read as Argo CD reads it, the last value wins (kustomize, and so Flux, refuses the file)`
+	if !slices.Contains(res.Notes, want) {
+		t.Errorf("notes = %q\nwant %q among them", res.Notes, want)
+	}
+	// The comment shows targets' notes: the Application's target says it too.
+	if !slices.Contains(res.Targets[0].Notes, want) {
+		t.Errorf("target notes = %q\nwant %q among them", res.Targets[0].Notes, want)
 	}
 }

@@ -38,6 +38,9 @@ type manifest struct {
 	// once the render of a cluster's target has produced it: those rendered
 	// copies, one per cluster, are what each cluster deploys.
 	superseded bool
+	// dupNotes say which keys its document repeats (read with the last value,
+	// as Argo CD does): the notes of the targets it declares.
+	dupNotes []string
 }
 
 // group is the API group of the manifest.
@@ -173,7 +176,12 @@ func scanRepo(root string) (found []*manifest, charts []string, notes []string, 
 			!bytes.Contains(b, []byte("ConfigMap")) && !bytes.Contains(b, []byte("Secret")) {
 			return nil
 		}
-		ms, perr := parseManifests(rel, b)
+		ms, dups, perr := parseManifests(rel, b)
+		if len(ms) > 0 {
+			for _, d := range dups {
+				notes = append(notes, d.Note())
+			}
+		}
 		if perr != nil {
 			// Only a file that looks like a GitOps object is worth a note: other
 			// YAML (CI config, templates) is none of discovery's business.
@@ -228,25 +236,32 @@ func chartMentionsGitOps(chartDir string) bool {
 }
 
 // parseManifests reads every YAML document of one file, through render's decoder
-// and its limits (alias bombs, depth, duplicate keys), and keeps the interesting
-// ones. A file render would refuse gives no manifests and the error.
-func parseManifests(file string, b []byte) ([]*manifest, error) {
-	docs, err := render.DecodeYAML(b, file)
+// and its limits (alias bombs, depth), and keeps the interesting ones. A key
+// given twice in a mapping is read as Argo CD reads the file, the last value
+// winning (render.DecodeYAMLLastKeyWins), and listed in dups. A file render
+// would refuse gives no manifests and the error.
+func parseManifests(file string, b []byte) ([]*manifest, []render.DuplicateKey, error) {
+	docs, dups, err := render.DecodeYAMLLastKeyWins(b, file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []*manifest
-	for _, d := range docs {
+	for i, d := range docs {
 		obj, ok := d.Value.(map[string]any)
 		if !ok {
 			continue // a list or scalar document: not an object
 		}
 		if m := newManifest(obj); m != nil {
 			m.File, m.Line = file, d.Line
+			for _, dup := range dups {
+				if dup.Line >= d.Line && (i+1 == len(docs) || dup.Line < docs[i+1].Line) {
+					m.dupNotes = append(m.dupNotes, dup.Note())
+				}
+			}
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	return out, dups, nil
 }
 
 // newManifest wraps obj when discovery needs it; obj must be JSON-compatible.

@@ -690,6 +690,30 @@ var gitopsCases = []gitopsCase{
 			mustNot: []string{"rename", "prune"},
 		}},
 	},
+	// Issue 21: files that repeat a key, as Argo CD deploys them (the last
+	// value wins: its repo server decodes with sigs.k8s.io/yaml, go-yaml v2):
+	// the Application's second prune: true and the ConfigMap's second
+	// LOG_LEVEL count, each with a note naming file and line; the PR's change
+	// of TIMEOUT is previewed.
+	{
+		name:    "85-argo-duplicate-key",
+		mustNot: []string{"render-error", "not-rendered", "LOG_LEVEL"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantController(t, js, "g85-web", map[string]any{
+				"kind": "Application", "name": "g85-web", "namespace": "argocd", "source": "argocd/g85-web.yaml",
+				"autoSync": true, "prune": true, "selfHeal": true,
+			})
+			wantChange(t, rep, "g85-web", "ConfigMap/g85/web-config", diffing.ActionModified, diffing.ActionModified)
+			want := `apps/g85-web/configmap.yaml:8: duplicate key "LOG_LEVEL" (first on line 6): read as Argo CD reads it, the last value wins (kustomize, and so Flux, refuses the file)`
+			if tr := targetNamed(t, rep, "g85-web"); !slices.Contains(tr.Notes, want) {
+				t.Errorf("g85-web notes %q, want %q", tr.Notes, want)
+			}
+			md := report.Markdown(rep, report.DefaultOptions())
+			if !strings.Contains(md, "argocd/g85-web.yaml:21: duplicate key") {
+				t.Errorf("the comment does not name the Application file's duplicate key:\n%s", md)
+			}
+		},
+	},
 	{
 		name: "44-argo-csa-changes",
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
