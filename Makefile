@@ -48,9 +48,11 @@ image:
 testenv:
 	@fixtures/cluster/testenv.sh
 
-## testdeps: Debian's PostgreSQL for the shared-queue test (installed when missing)
+## testdeps: Debian's PostgreSQL for the shared-queue test and Debian's Chromium for
+## the report page's browser test (each installed when missing)
 testdeps:
 	@fixtures/cluster/postgres.sh
+	@fixtures/cluster/chromium.sh
 
 ## test: every test, against the real test cluster; bot and diffing under -race
 test: testenv testdeps

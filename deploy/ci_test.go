@@ -122,7 +122,7 @@ exit 1
 	}
 	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
 	kc := lines[4]
-	want := []string{"comment", "--live-mode", "dry-run", "--kubeconfig", kc, "--context", "prod", "--config", "ci/driftpreview.yaml",
+	want := []string{"comment", "--live-mode", "dry-run", "--report-file", "driftpreview-report.html", "--kubeconfig", kc, "--context", "prod", "--config", "ci/driftpreview.yaml",
 		"--target", "apps", "--target", "web@prod", "--check-name", "preview", "600", "apiVersion: v1", "kind: Config", "GITHUB_TOKEN=ghs_x"}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("driftpreview saw (-want +got):\n%s", diff)
@@ -220,7 +220,13 @@ type gitlabCI struct {
 		Rules     []struct {
 			If string `yaml:"if"`
 		} `yaml:"rules"`
-		Script []string `yaml:"script"`
+		Script    []string `yaml:"script"`
+		Artifacts struct {
+			When     string   `yaml:"when"`
+			ExposeAs string   `yaml:"expose_as"`
+			Paths    []string `yaml:"paths"`
+			ExpireIn string   `yaml:"expire_in"`
+		} `yaml:"artifacts"`
 	} `yaml:"driftpreview"`
 }
 
@@ -284,12 +290,16 @@ func TestGitLabTemplate(t *testing.T) {
 		got, _ := os.ReadFile(out)
 		return strings.Split(strings.TrimSpace(string(got)), "\n")
 	}
-	if diff := cmp.Diff([]string{"comment", "--live-mode", "simulate", "KUBECONFIG="}, run()); diff != "" {
+	// The report page the job writes is its artifact, kept when findings fail it.
+	if a := j.Artifacts; a.When != "always" || !slices.Equal(a.Paths, []string{"driftpreview-report.html"}) || a.ExposeAs == "" {
+		t.Errorf("artifacts %+v, want driftpreview-report.html kept always and exposed on the merge request", a)
+	}
+	if diff := cmp.Diff([]string{"comment", "--live-mode", "simulate", "--report-file", "driftpreview-report.html", "KUBECONFIG="}, run()); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 	got := run("DRIFTPREVIEW_KUBECONFIG=/builds/tmp/KUBECONFIG", "DRIFTPREVIEW_LIVE_MODE=dry-run",
 		"DRIFTPREVIEW_CONFIG=ci.yaml", "DRIFTPREVIEW_TARGETS=apps web@prod", "DRIFTPREVIEW_ARGS=--check-name preview")
-	want := []string{"comment", "--live-mode", "dry-run", "--kubeconfig", "/builds/tmp/KUBECONFIG", "--config", "ci.yaml",
+	want := []string{"comment", "--live-mode", "dry-run", "--report-file", "driftpreview-report.html", "--kubeconfig", "/builds/tmp/KUBECONFIG", "--config", "ci.yaml",
 		"--target", "apps", "--target", "web@prod", "--check-name", "preview", "KUBECONFIG=/home/runner/.kube/config"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("with variables (-want +got):\n%s", diff)

@@ -16,5 +16,8 @@
 // and cuts diffs to the size budget; pages.go splits it into numbered comments;
 // text.go holds the Markdown/HTML text helpers; title.go and json.go are the status
 // title and the JSON writer; terminal.go writes the text a person reads at a
-// terminal (`preview --format text`), with control characters escaped.
+// terminal (`preview --format text`), with control characters escaped; html.go
+// writes the full report page (`--format html`, the page the comment links),
+// from the embedded template, style and script of page/, and reportlink.go the
+// comment's line that links it.
 package report

@@ -142,6 +142,11 @@ func TestHostileTextIsEscaped(t *testing.T) {
 				for i, p := range Pages(r, opts) {
 					assertInert(t, "page "+itoa(i+1), p)
 				}
+				page, err := HTML(r)
+				if err != nil || !bytes.Contains(page, []byte("evil.example")) {
+					t.Fatalf("the payload is not in the report page at all (%v)", err)
+				}
+				assertPageInert(t, "report page", page)
 				if title := Title(r); strings.ContainsAny(title, "<[`@") {
 					t.Errorf("title carries the payload: %q", title)
 				}

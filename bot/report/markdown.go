@@ -44,6 +44,9 @@ func (b block) String() string {
 // blocks lists the comment's parts in order, risk first.
 func (l *layout) blocks() []block {
 	bs := []block{{text: l.headline()}}
+	if s := reportLink(l.opts); s != "" {
+		bs = append(bs, block{text: s})
+	}
 	if n := l.liveNotice(); n != "" {
 		bs = append(bs, block{text: n})
 	}

@@ -23,6 +23,12 @@ type Options struct {
 	// IgnoreRules is how many ignore rules the repo config holds, for the footer's
 	// "N ignore rules hid …"; zero still reports what ignore rules hid.
 	IgnoreRules int
+	// ReportURL, when set, links the full report page (HTML) under the headline:
+	// the page itself (the bot's signed URL, a CI artifact's URL), or with
+	// ReportArtifact the CI run whose artifacts hold it. Only http and https URLs
+	// are linked.
+	ReportURL      string
+	ReportArtifact bool
 }
 
 // DefaultOptions fits one GitHub comment and suits the CLI.

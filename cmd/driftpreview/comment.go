@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/jobs"
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/report"
+	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/diffing/mdtext"
 )
 
@@ -131,6 +134,8 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) (c
 		botLogin  = fl.String("github-login", "github-actions[bot]", "GitHub: the login comments are posted as, so only its earlier comments are edited (set it to the user of a personal access token)")
 		checkName = fl.String("check-name", jobs.DefaultCheckName, "name of the check run (GitHub) or commit status (GitLab); required checks refer to it, and each name keeps its own sticky comment")
 		timeout   = fl.Duration("timeout", 0, "bound the preview: when it runs out, the check is completed as timed out (set it below the CI job's timeout, which kills the job without a word); 0 for none")
+		reportOut = fl.String("report-file", "", "write the full report page (HTML, as preview --format html) to `path`, for the job to keep as an artifact; the comment links it (GitLab: the job's artifact file, under $CI_PROJECT_DIR; GitHub: the run's artifacts)")
+		reportURL = fl.String("report-url", "", "link the full report at this `URL` instead (where the job publishes --report-file)")
 	)
 	pf := addPreviewFlags(fl)
 	if err := fl.Parse(args); err != nil {
@@ -248,6 +253,17 @@ func runComment(ctx context.Context, args []string, stdout, stderr io.Writer) (c
 	}
 	jo := jobs.DefaultOptions()
 	jo.Report.RerunHint = "Re-run the CI job to refresh against the live cluster."
+	if *reportOut != "" {
+		if err := writeReportFile(*reportOut, rep); err != nil {
+			// The comment still goes out, without the link.
+			fmt.Fprintf(stderr, "driftpreview comment: writing the report page: %v\n", err)
+		} else {
+			jo.Report.ReportURL, jo.Report.ReportArtifact = reportLinkFor(env, *reportOut, os.Getenv)
+		}
+	}
+	if *reportURL != "" {
+		jo.Report.ReportURL, jo.Report.ReportArtifact = *reportURL, false
+	}
 	pages := jo.CommentPages(rep, env.pr, commentLimit(env.host)-jobs.CheckNameOverhead(*checkName))
 	fmt.Fprint(stdout, strings.Join(pages, "\n"))
 	if env.summary != "" {
@@ -544,6 +560,49 @@ func forkNotice(w io.Writer, env *ciEnv) {
   - pin the driftpreview version and the actions by SHA, and give the job only pull-requests: write, checks: write, contents: read;
   - give the kubeconfig read-only RBAC (--live-mode simulate) and gate the job with an environment that requires approval for outside contributors.
 `)
+}
+
+// writeReportFile writes rep's HTML page to path.
+func writeReportFile(path string, rep *diffing.Report) error {
+	page, err := report.HTML(rep)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, page, 0o644)
+}
+
+// reportLinkFor is where a reader finds the page written to path: on GitLab the
+// job's artifact file (${CI_JOB_URL}/artifacts/file/<path under
+// $CI_PROJECT_DIR>, which GitLab serves once the job keeps it under
+// artifacts:paths); on GitHub the run's page, whose artifacts list holds it
+// (actions/upload-artifact gives no URL before the upload, which runs after
+// this step). "" when neither is known.
+func reportLinkFor(env *ciEnv, path string, getenv func(string) string) (link string, artifact bool) {
+	switch env.host {
+	case "gitlab":
+		job := strings.TrimSuffix(getenv("CI_JOB_URL"), "/")
+		rel := path
+		if dir := getenv("CI_PROJECT_DIR"); filepath.IsAbs(path) && dir != "" {
+			r, err := filepath.Rel(dir, path)
+			if err != nil || r == ".." || strings.HasPrefix(r, "../") {
+				return "", false // GitLab keeps artifacts from the project dir only
+			}
+			rel = r
+		}
+		if job == "" || filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(filepath.Clean(rel), "../") {
+			return "", false
+		}
+		var segs []string
+		for _, s := range strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/") {
+			segs = append(segs, url.PathEscape(s))
+		}
+		return job + "/artifacts/file/" + strings.Join(segs, "/"), false
+	case "github":
+		if env.detailsURL != "" {
+			return env.detailsURL, true
+		}
+	}
+	return "", false
 }
 
 // appendSummary adds the comment to the GitHub Actions job summary (markdown).

@@ -30,7 +30,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 const usage = `usage:
   driftpreview preview [--repo DIR] --base REF --head REF [--config FILE]
                        [--kubeconfig PATH] [--context NAME] [--live-mode simulate|dry-run|off]
-                       [--format text|markdown|json] [--color auto|always|never] [--quiet]
+                       [--format text|markdown|json|html] [--color auto|always|never] [--quiet]
                        [--target NAME]...   (--format: text on a terminal, else markdown)
   driftpreview comment [--host auto|github|gitlab] [--dry-run] [--repo DIR] [--config FILE]
                        [--kubeconfig PATH] [--context NAME] [--live-mode simulate|dry-run|off]

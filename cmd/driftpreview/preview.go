@@ -26,7 +26,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var (
 		base       = fl.String("base", "", "base ref or SHA (required)")
 		head       = fl.String("head", "", "head ref or SHA (required)")
-		format     = fl.String("format", "", "`format` of the report on stdout: text (for a person: coloured diffs, no markup), markdown (the comment the bot posts) or json (default: text when stdout is a terminal, else markdown)")
+		format     = fl.String("format", "", "`format` of the report on stdout: text (for a person: coloured diffs, no markup), markdown (the comment the bot posts), json, or html (one self-contained page with every target, finding and diff; default: text when stdout is a terminal, else markdown)")
 		colorMode  = fl.String("color", "auto", "colour the text format: auto (when stdout is a terminal and NO_COLOR is not set), always or never")
 		quiet      = fl.Bool("quiet", false, "no progress on stderr (by default: a line updated in place when stderr is a terminal, else a few log lines)")
 		maxChars   = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
@@ -51,8 +51,8 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageErr(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	case *base == "" || *head == "":
 		return usageErr("--base and --head are required")
-	case *format != "" && *format != "text" && *format != "markdown" && *format != "json":
-		return usageErr(fmt.Sprintf("--format must be text, markdown or json, not %q", *format))
+	case *format != "" && *format != "text" && *format != "markdown" && *format != "json" && *format != "html":
+		return usageErr(fmt.Sprintf("--format must be text, markdown, json or html, not %q", *format))
 	case *colorMode != "auto" && *colorMode != "always" && *colorMode != "never":
 		return usageErr(fmt.Sprintf("--color must be auto, always or never, not %q", *colorMode))
 	}
@@ -95,6 +95,13 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return exitError
 		}
 		stdout.Write(append(b, '\n'))
+	case "html":
+		b, err := report.HTML(rep)
+		if err != nil {
+			fmt.Fprintf(stderr, "driftpreview preview: %v\n", err)
+			return exitError
+		}
+		stdout.Write(b)
 	case "text":
 		fmt.Fprint(stdout, report.Text(rep, report.TextOptions{Color: useColor(*colorMode, stdout)}))
 	default:
@@ -113,13 +120,16 @@ var now = time.Now
 const previewUsage = `usage: driftpreview preview --base REF --head REF [flags]
 
 Renders base and head, diffs them with each other and with the live cluster,
-and writes the report to stdout in one of three formats:
+and writes the report to stdout in one of four formats:
   text      for a person at a terminal: the findings, then each changed object
             with its changed fields and a coloured diff (no HTML, no tables);
             the default when stdout is a terminal
   markdown  exactly the comment the bot posts; the default when stdout is not
             a terminal (a pipe, a file, CI), so scripts see no change
   json      the JSON contract (README.md)
+  html      one self-contained page (no network fetches) with every target,
+            finding and diff, filters and side-by-side diffs:
+            driftpreview preview ... --format html > report.html
 Progress goes to stderr (--quiet for none), never to stdout. Exit code: 0 when
 nothing fails the policy, 1 with failing findings, 2 on a usage, config or
 internal error.

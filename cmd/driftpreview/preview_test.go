@@ -109,6 +109,8 @@ func TestRunPreview(t *testing.T) {
 			code: exitOK, stdout: "No live comparison"},
 		{name: "clean PR as JSON", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--format", "json"},
 			code: exitOK, rules: nil},
+		{name: "pruned PVC as the HTML page", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "html"},
+			code: exitFailing, stdout: "<code>prune-stateful</code>"},
 		{name: "pruned PVC fails the policy", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json"},
 			code: exitFailing, rules: []string{"prune-stateful PersistentVolumeClaim/cache failing"}},
 		// The cluster being down is not the PR's doing: reported, not failing.
@@ -131,7 +133,7 @@ func TestRunPreview(t *testing.T) {
 		{name: "target filter", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--target", "nope"},
 			code: exitError, stderr: `no target named "nope"`},
 		{name: "missing head", args: []string{"--repo", clean, "--base", "base"}, code: exitError, stderr: "--base and --head are required"},
-		{name: "bad format", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--format", "xml"}, code: exitError, stderr: "--format must be text, markdown or json"},
+		{name: "bad format", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--format", "xml"}, code: exitError, stderr: "--format must be text, markdown, json or html"},
 		{name: "bad live mode", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--live-mode", "apply"}, code: exitError, stderr: "--live-mode must be"},
 		{name: "unknown ref", args: []string{"--repo", clean, "--base", "nope", "--head", "head"}, code: exitError, stderr: `resolving "nope"`},
 		{name: "not a repository", args: []string{"--repo", t.TempDir(), "--base", "a", "--head", "b"}, code: exitError, stderr: "not a git repository"},
