@@ -116,7 +116,9 @@ func choose(id, value string) chromedp.Action[chromedp.Void] {
 		`; if (s.value !== ` + jsString(value) + `) throw new Error("no option " + ` + jsString(value) + `); s.dispatchEvent(new Event("change", {bubbles: true})); })()`)
 }
 
-func jsString(s string) string { return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'" }
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
 
 func run[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
