@@ -8,6 +8,7 @@ require (
 	github.com/bradleyfalzon/ghinstallation/v2 v2.19.0
 	github.com/creack/pty v1.1.24
 	github.com/fatih/color v1.19.0
+	github.com/fluxcd/pkg/envsubst v1.8.0
 	github.com/go-logr/logr v1.4.4
 	github.com/golang-jwt/jwt/v4 v4.5.2
 	github.com/google/go-cmp v0.7.0

@@ -99,7 +99,7 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 	}
 
 	var set ObjectSet
-	var all []parsedObject
+	var all, tmpl []parsedObject
 	if !opts.Helm.SkipCRDs {
 		for _, crd := range ch.CRDObjects() {
 			objs, notes, err := parse(crd.File.Data, crd.Filename)
@@ -130,9 +130,14 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 			}
 			return ObjectSet{}, relocate(dir, err)
 		}
-		all = append(all, objs...)
+		tmpl = append(tmpl, objs...)
 		set.Notes = append(set.Notes, notes...)
 	}
+	tmpl, err = postRender(ctx, sb, dir, tmpl, opts.Helm)
+	if err != nil {
+		return ObjectSet{}, err
+	}
+	all = append(all, tmpl...)
 	if err := addAll(&set, all); err != nil {
 		return ObjectSet{}, err
 	}

@@ -197,11 +197,11 @@ func TestFindInputsUnknownFallsBack(t *testing.T) {
 // whether it names files (FindInputs must follow them), then list it here.
 func TestFindInputsKnowsEveryOption(t *testing.T) {
 	known := map[string][]string{
-		"Options":      {"Renderer", "Namespace", "Plain", "Helm", "Kustomize", "ArgoCDHooks", "Substitute", "MaxFileBytes", "MaxTotalBytes", "MaxOutputBytes", "Timeout", "MaxMemoryBytes", "MaxCPUTime", "Checkout", "Remote", "Budget", "OCI"},
+		"Options":      {"Renderer", "Namespace", "Plain", "Helm", "Kustomize", "ArgoCDHooks", "Substitute", "SubstituteAlways", "SubstituteLenient", "MaxFileBytes", "MaxTotalBytes", "MaxOutputBytes", "Timeout", "MaxMemoryBytes", "MaxCPUTime", "Checkout", "Remote", "Budget", "OCI"},
 		"PlainOptions": {"Recurse", "Include", "Exclude", "Jsonnet"},
 		// FluxValuesFiles and IgnoreMissingValuesFiles change how ValuesFiles merge,
 		// not which files are read: the walker follows ValuesFiles either way.
-		"HelmOptions":      {"ReleaseName", "ValuesFiles", "FluxValuesFiles", "IgnoreMissingValuesFiles", "Values", "SkipCRDs", "KubeVersion", "Chart", "deps", "checkoutValues"},
+		"HelmOptions":      {"ReleaseName", "ValuesFiles", "FluxValuesFiles", "IgnoreMissingValuesFiles", "Values", "SkipCRDs", "KubeVersion", "PostRenderers", "PostRenderStrategy", "CommonLabels", "CommonAnnotations", "Chart", "deps", "checkoutValues"},
 		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "MetadataOnlyAnnotations", "Patches", "Components", "RemoteBases"},
 		"JsonnetOptions":   {"ExtVars", "TLAs", "Libs"},
 	}

@@ -33,9 +33,20 @@ type Options struct {
 	// CD Application does. Helm hooks are always left out of a Helm render.
 	ArgoCDHooks bool
 	// Substitute are Flux postBuild variables, applied to the rendered
-	// objects in the render process (${VAR}, ${VAR:=default}; see
-	// substitute), their output counted against MaxOutputBytes.
-	Substitute map[string]string `json:"substitute,omitempty"`
+	// objects in the render process as kustomize-controller applies them
+	// (github.com/fluxcd/pkg/envsubst; see substitute), their output counted
+	// against MaxOutputBytes. As in Flux, nothing is substituted when there
+	// are no variables, unless SubstituteAlways (postBuild.substituteStrategy:
+	// Always).
+	Substitute       map[string]string `json:"substitute,omitempty"`
+	SubstituteAlways bool              `json:"substituteAlways,omitempty"`
+	// SubstituteLenient turns strict substitution off: a variable that is
+	// not set and has no default becomes empty instead of failing the
+	// render. kustomize-controller is strict by default (feature gate
+	// StrictPostBuildSubstitutions, v1.9); discovery sets this when a
+	// substituteFrom object could not be read, so variables it would set
+	// are not taken for missing ones.
+	SubstituteLenient bool `json:"substituteLenient,omitempty"`
 
 	// MaxFileBytes caps any single input file; MaxTotalBytes caps what the target
 	// reads and renders together; MaxOutputBytes caps the rendered manifests
@@ -150,6 +161,16 @@ type HelmOptions struct {
 	SkipCRDs bool
 	// KubeVersion is the Capabilities.KubeVersion templates see; default v1.37.0.
 	KubeVersion string
+	// PostRenderers are a Flux HelmRelease's spec.postRenderers, run in order
+	// over the templates' output, then CommonLabels and CommonAnnotations
+	// (spec.commonMetadata) are set on every object's metadata, as
+	// helm-controller does (see postRender); PostRenderStrategy is
+	// spec.postRenderStrategy (Combined, Separate or NoHooks; empty is
+	// Combined).
+	PostRenderers      []PostRenderer    `json:"postRenderers,omitempty"`
+	PostRenderStrategy string            `json:"postRenderStrategy,omitempty"`
+	CommonLabels       map[string]string `json:"commonLabels,omitempty"`
+	CommonAnnotations  map[string]string `json:"commonAnnotations,omitempty"`
 	// Chart, when set, renders this chart from a Helm repository (fetched by
 	// Options.Remote) instead of the target directory; ValuesFiles are then
 	// relative to the chart, as Flux's valuesFiles and Argo CD's valueFiles of a

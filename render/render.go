@@ -219,8 +219,8 @@ func render(ctx context.Context, root, target string, opts Options) (ObjectSet, 
 	}
 	defaultNamespace(set.Objects, opts.Namespace)
 	set.Sort()
-	if len(opts.Substitute) > 0 {
-		return substitute(set, opts.Substitute, opts.MaxOutputBytes)
+	if len(opts.Substitute) > 0 || opts.SubstituteAlways {
+		return substitute(set, opts.Substitute, !opts.SubstituteLenient, opts.MaxOutputBytes)
 	}
 	return set, nil
 }

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+
+	fluxenvsubst "github.com/fluxcd/pkg/envsubst"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -15,17 +18,35 @@ import (
 const substituteKey = "kustomize.toolkit.fluxcd.io/substitute"
 
 // substitute applies Flux postBuild variables (Options.Substitute) to a rendered
-// target in the render process, as kustomize-controller does after kustomize
-// build (fluxcd/pkg kustomize/kustomize_varsub.go SubstituteVariables). A
-// variable used many times makes the text many times the size of the render:
-// maxOutput bounds the substituted YAML of all the objects. On each object's
-// YAML text, ${VAR} becomes its value (empty when unset), ${VAR:=default} and ${VAR:-default}
-// fall back to the default when VAR is unset or empty, ${VAR=default} and
-// ${VAR-default} when it is unset, and $${VAR} stays a literal ${VAR}. Objects
-// labelled or annotated kustomize.toolkit.fluxcd.io/substitute: disabled are left
-// alone. Errors name the object and the variable, never a value. set is not
-// modified.
-func substitute(set ObjectSet, vars map[string]string, maxOutput int64) (ObjectSet, error) {
+// target in the render process, exactly as kustomize-controller does after
+// kustomize build: fluxcd/kustomize-controller
+// internal/controller/kustomization_controller.go (build) calls fluxcd/pkg
+// kustomize/kustomize_varsub.go SubstituteVariables on every resource, which
+// skips objects labelled or annotated kustomize.toolkit.fluxcd.io/substitute:
+// disabled, refuses variable names that are not shell names, and runs Flux's
+// own bash-like expansion (github.com/fluxcd/pkg/envsubst: ${VAR},
+// ${VAR:-default}, ${VAR:=default} with nested ${...} in the default, $${VAR}
+// for a literal ${VAR}, and the string operators) on the object's YAML. With
+// strict on (the controller's StrictPostBuildSubstitutions feature gate, on by
+// default since kustomize-controller v1.9), a variable that is not set and has no
+// default is an error; with it off, it becomes empty. Newlines are removed from
+// values, as LoadVariables and SubstituteVariables do.
+//
+// A variable used many times makes the text many times the size of the render:
+// maxOutput bounds the substituted YAML of all the objects (what the expansion
+// reads of the variables is counted as it goes, so a blow-up stops early; the
+// render process's memory limit stands behind it). Errors name the object and
+// the variable, never a value. set is not modified.
+func substitute(set ObjectSet, vars map[string]string, strict bool, maxOutput int64) (ObjectSet, error) {
+	for name := range vars {
+		if !varName.MatchString(name) {
+			return ObjectSet{}, fmt.Errorf("substituting variables: '%s' var name is invalid, must match '%s' (as kustomize-controller requires)", name, varName.String())
+		}
+	}
+	clean := make(map[string]string, len(vars))
+	for k, v := range vars {
+		clean[k] = strings.ReplaceAll(v, "\n", "")
+	}
 	out := ObjectSet{Notes: append([]string(nil), set.Notes...)}
 	var errs []error
 	room := maxOutput
@@ -39,7 +60,7 @@ func substitute(set ObjectSet, vars map[string]string, maxOutput int64) (ObjectS
 			errs = append(errs, fmt.Errorf("substituting variables in %s: encoding: %w", o.Key, err))
 			continue
 		}
-		text, err := envsubst(string(b), vars, room)
+		text, err := envsubst(string(b), clean, strict, room)
 		if errors.Is(err, errSubstituteOver) {
 			return ObjectSet{}, &Error{File: o.Source, Err: fmt.Errorf("substituting variables in %s: the objects of the target come to more than %d bytes after substitution (the limit of rendered manifests per target); look for large variables used many times", o.Key, maxOutput)}
 		}
@@ -77,6 +98,10 @@ func substitute(set ObjectSet, vars map[string]string, maxOutput int64) (ObjectS
 	return out, nil
 }
 
+// varName is what kustomize-controller accepts as a variable name
+// (kustomize_varsub.go varsubRegex).
+var varName = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
+
 func disabled(u *unstructured.Unstructured) bool {
 	return u.GetLabels()[substituteKey] == "disabled" || u.GetAnnotations()[substituteKey] == "disabled"
 }
@@ -91,76 +116,43 @@ func copyObject(o Object) Object {
 // errSubstituteOver is envsubst's output past its room.
 var errSubstituteOver = errors.New("substituted text over the limit")
 
-// envsubst expands ${...} references in s, into at most room bytes.
-func envsubst(s string, vars map[string]string, room int64) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		if int64(b.Len()) > room {
-			return "", errSubstituteOver
-		}
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		if s[i+1] == '$' && i+2 < len(s) && s[i+2] == '{' {
-			b.WriteByte('$') // $${VAR} is an escaped literal ${VAR}
-			i += 2
-			continue
-		}
-		if s[i+1] != '{' {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		end := strings.IndexByte(s[i+2:], '}')
-		if end < 0 {
-			return "", fmt.Errorf("unclosed ${ at offset %d", i)
-		}
-		expr := s[i+2 : i+2+end]
-		n := 0
-		for n < len(expr) && isVarChar(expr[n], n == 0) {
-			n++
-		}
-		if n == 0 {
-			// Not a variable reference (e.g. ${} or ${1}): keep as written.
-			b.WriteString(s[i : i+3+end])
-			i += 3 + end
-			continue
-		}
-		name, op := expr[:n], expr[n:]
-		val, set := vars[name]
-		switch {
-		case op == "":
-		case strings.HasPrefix(op, ":=") || strings.HasPrefix(op, ":-"):
-			if val == "" {
-				val = op[2:]
-			}
-		case strings.HasPrefix(op, "=") || strings.HasPrefix(op, "-"):
-			if !set {
-				val = op[1:]
-			}
-		default:
-			return "", fmt.Errorf("variable %s: unsupported operator in ${%s…}", name, name)
-		}
-		if int64(b.Len()+len(val)) > room {
-			return "", errSubstituteOver
-		}
-		b.WriteString(val)
-		i += 3 + end
-	}
-	if int64(b.Len()) > room {
+// envsubst expands s with Flux's envsubst (the mapping kustomize_varsub.go
+// varSubstitution gives it: in strict mode a variable that is not in vars does
+// not exist, else it is empty), into at most room bytes. The bytes the mapping
+// hands out are counted, so a variable used many times stops the expansion once
+// they pass room instead of building the whole text first.
+func envsubst(s string, vars map[string]string, strict bool, room int64) (string, error) {
+	if int64(len(s)) > room {
 		return "", errSubstituteOver
 	}
-	return b.String(), nil
+	used := int64(len(s))
+	over := false
+	text, err := fluxenvsubst.Eval(s, func(name string) (string, bool) {
+		v, ok := vars[name]
+		if !strict {
+			ok = true
+		}
+		if used += int64(len(v)); used > room {
+			over = true
+			return "", ok
+		}
+		return v, ok
+	})
+	if over || int64(len(text)) > room {
+		return "", errSubstituteOver
+	}
+	if err != nil {
+		return "", substituteError(err)
+	}
+	return text, nil
 }
 
-func isVarChar(c byte, first bool) bool {
-	switch {
-	case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-		return true
-	case c >= '0' && c <= '9':
-		return !first
+// substituteError words an envsubst error: a variable that strict mode wants
+// set, or a malformed ${...}. Neither quotes a value.
+func substituteError(err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "variable not set (strict mode): "); ok {
+		return fmt.Errorf("variable %s is not set and has no default: kustomize-controller fails the reconciliation (post-build substitution is strict by default since v1.9, feature gate StrictPostBuildSubstitutions); set it in postBuild.substitute or substituteFrom, or give it a default (${VAR:=default})", strings.Trim(name, `"`))
 	}
-	return false
+	return fmt.Errorf("variable substitution failed: %s; kustomize-controller fails the reconciliation (escape a literal ${ as $${)", msg)
 }

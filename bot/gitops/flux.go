@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -240,8 +241,11 @@ type fluxCommonMeta struct {
 }
 
 type fluxPostBuild struct {
-	Substitute     map[string]string `json:"substitute"`
-	SubstituteFrom []struct {
+	// SubstituteStrategy Always substitutes even without variables
+	// (kustomize-controller api/v1 PostBuild; default WithVariables).
+	SubstituteStrategy string            `json:"substituteStrategy"`
+	Substitute         map[string]string `json:"substitute"`
+	SubstituteFrom     []struct {
 		Kind     string `json:"kind"`
 		Name     string `json:"name"`
 		Optional bool   `json:"optional"`
@@ -365,18 +369,29 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 		}
 		k.Components = append(k.Components, cp)
 	}
-	t.Render = opts
 	if pb := s.PostBuild; pb != nil {
-		t.Substitute, t.Notes = d.fluxVars(pb, ns, t.Cluster, fx, t.Notes)
+		// The variables go into the render options too, so discovery's own
+		// render of the target, which looks for nested GitOps objects, sees
+		// the substituted names (a component's HelmRelease ${APP}-anubis).
+		var lenient bool
+		t.Substitute, lenient, t.Notes = d.fluxVars(pb, ns, t.Cluster, fx, t.Notes)
+		opts.Substitute, opts.SubstituteLenient = t.Substitute, lenient
+		opts.SubstituteAlways = pb.SubstituteStrategy == "Always"
 	}
+	t.Render = opts
 	return t, false
 }
 
-// fluxVars gathers postBuild variables: substituteFrom objects in order, then
-// substitute, which wins. Values from Secrets are replaced by a placeholder so they
-// can never reach a diff, a comment or a log.
-func (d *discovery) fluxVars(pb *fluxPostBuild, ns, cluster string, fx *fluxIndex, notes []string) (map[string]string, []string) {
-	vars := map[string]string{}
+// fluxVars gathers postBuild variables as kustomize-controller does (fluxcd/pkg
+// kustomize/kustomize_varsub.go LoadVariables, SubstituteVariables):
+// substituteFrom objects in order, a later one overwriting an earlier one's
+// keys, then substitute, which wins. Values from Secrets are replaced by a
+// placeholder so they can never reach a diff, a comment or a log. lenient is
+// true when a substituteFrom object is not in the repository: its variables
+// are unknown, so the render does not take them for missing ones (strict
+// substitution would fail on them).
+func (d *discovery) fluxVars(pb *fluxPostBuild, ns, cluster string, fx *fluxIndex, notes []string) (vars map[string]string, lenient bool, _ []string) {
+	vars = map[string]string{}
 	for _, ref := range pb.SubstituteFrom {
 		kind := ref.Kind
 		if kind == "" {
@@ -388,7 +403,8 @@ func (d *discovery) fluxVars(pb *fluxPostBuild, ns, cluster string, fx *fluxInde
 			if ref.Optional {
 				opt = " (optional)"
 			}
-			notes = append(notes, fmt.Sprintf("postBuild.substituteFrom %s %s%s is not in the repository: its variables are left empty, as Flux does when they are missing", kind, ref.Name, opt))
+			notes = append(notes, fmt.Sprintf("postBuild.substituteFrom %s %s%s is not in the repository: the variables it sets are left empty (Flux reads it from the cluster)", kind, ref.Name, opt))
+			lenient = true
 			continue
 		}
 		data := stringData(src)
@@ -405,9 +421,9 @@ func (d *discovery) fluxVars(pb *fluxPostBuild, ns, cluster string, fx *fluxInde
 	}
 	maps.Copy(vars, pb.Substitute)
 	if len(vars) == 0 {
-		return nil, notes
+		return nil, lenient, notes
 	}
-	return vars, notes
+	return vars, lenient, notes
 }
 
 // secretPlaceholder stands in for a value read from a Secret.
@@ -486,8 +502,19 @@ type fluxHelmReleaseBody struct {
 		ValuesKey  string `json:"valuesKey"`
 		TargetPath string `json:"targetPath"`
 		Optional   bool   `json:"optional"`
+		Literal    bool   `json:"literal"`
 	} `json:"valuesFrom"`
-	Install *struct {
+	// PostRenderers run kustomize over the chart's output (spec.postRenderers),
+	// then CommonMetadata sets labels and annotations on every object.
+	PostRenderers []struct {
+		Kustomize *struct {
+			Patches []map[string]any `json:"patches"`
+			Images  []fluxImage      `json:"images"`
+		} `json:"kustomize"`
+	} `json:"postRenderers"`
+	PostRenderStrategy string          `json:"postRenderStrategy"`
+	CommonMetadata     *fluxCommonMeta `json:"commonMetadata"`
+	Install            *struct {
 		CRDs string `json:"crds"`
 	} `json:"install"`
 	Upgrade *struct {
@@ -660,28 +687,52 @@ func helmReleaseOptionNotes(s fluxHelmReleaseBody) []string {
 // fluxReleaseValues fills the release name, CRD policy and values of a
 // HelmRelease's target and sets its render options.
 func (d *discovery) fluxReleaseValues(t config.Target, m *manifest, s fluxHelmReleaseBody, ns string, fx *fluxIndex, opts render.Options) config.Target {
-	opts.Helm.ReleaseName = s.ReleaseName
-	if opts.Helm.ReleaseName == "" {
-		opts.Helm.ReleaseName = m.Name
-		if s.TargetNamespace != "" {
-			opts.Helm.ReleaseName = s.TargetNamespace + "-" + m.Name
-		}
-	}
+	opts.Helm.ReleaseName = releaseName(m.Name, s)
 	// The chart's crds/ CRDs are rendered unless no policy ever applies them;
 	// diffing judges the others by the policy (diffing.HelmCRDs).
 	opts.Helm.SkipCRDs = s.Install != nil && s.Install.CRDs == "Skip" && s.Upgrade != nil && s.Upgrade.CRDs == "Skip"
+	for i, pr := range s.PostRenderers {
+		if pr.Kustomize == nil {
+			continue
+		}
+		var r render.PostRenderer
+		for _, img := range pr.Kustomize.Images {
+			r.Images = append(r.Images, fluxImageString(img))
+		}
+		for j, pt := range pr.Kustomize.Patches {
+			b, err := yaml.Marshal(pt)
+			if err != nil {
+				t.Notes = append(t.Notes, fmt.Sprintf("%s: spec.postRenderers[%d].kustomize.patches[%d]: %v", m.where(), i, j, err))
+				continue
+			}
+			r.Patches = append(r.Patches, string(b))
+		}
+		opts.Helm.PostRenderers = append(opts.Helm.PostRenderers, r)
+	}
+	opts.Helm.PostRenderStrategy = s.PostRenderStrategy
+	if cm := s.CommonMetadata; cm != nil {
+		opts.Helm.CommonLabels, opts.Helm.CommonAnnotations = cm.Labels, cm.Annotations
+	}
+	// valuesFrom as helm-controller reads it (fluxcd/pkg chartutil/values.go
+	// ChartValuesFromReferences): each reference in order merged over the
+	// ones before, a targetPath value set at its path (typed as --set does,
+	// a quoted one or literal: true as a string), then spec.values over all.
 	values := map[string]any{}
 	for _, vf := range s.ValuesFrom {
 		kind := firstNonEmpty(vf.Kind, "ConfigMap")
+		opt := ""
+		if vf.Optional {
+			opt = " (optional)"
+		}
 		src := fx.lookup(kind, t.Cluster, ns, vf.Name)
 		if src == nil {
-			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s is not in the repository: its values are not used", kind, vf.Name))
+			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s%s is not in the repository: its values are not used (helm-controller reads it from the cluster, and fails the release when a reference that is not optional is missing)", kind, vf.Name, opt))
 			continue
 		}
 		vkey := firstNonEmpty(vf.ValuesKey, "values.yaml")
 		raw, ok := stringData(src)[vkey]
 		if !ok {
-			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s has no key %s: its values are not used", kind, vf.Name, vkey))
+			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s%s has no key %s: its values are not used (helm-controller fails the release unless the reference is optional)", kind, vf.Name, opt, vkey))
 			continue
 		}
 		if vf.TargetPath != "" {
@@ -689,8 +740,15 @@ func (d *discovery) fluxReleaseValues(t config.Target, m *manifest, s fluxHelmRe
 			if kind == "Secret" {
 				v = secretPlaceholder(vf.Name, vkey)
 			}
-			if err := strvals.ParseIntoString(vf.TargetPath+"="+v, values); err != nil {
-				t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s targetPath %s: %v", kind, vf.Name, vf.TargetPath, err))
+			if err := replacePathValue(values, vf.TargetPath, v, vf.Literal || kind == "Secret"); err != nil {
+				note := fmt.Sprintf("valuesFrom %s %s targetPath %s: its value cannot be set there (helm-controller fails the release)", kind, vf.Name, vf.TargetPath)
+				if kind != "Secret" {
+					note += ": " + err.Error()
+				}
+				t.Notes = append(t.Notes, note)
+			}
+			if kind == "Secret" {
+				t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom Secret %s: its value is passed to the chart at %s as a hidden placeholder", vf.Name, vf.TargetPath))
 			}
 			continue
 		}
@@ -715,6 +773,44 @@ func (d *discovery) fluxReleaseValues(t config.Target, m *manifest, s fluxHelmRe
 	}
 	t.Render = opts
 	return t
+}
+
+// releaseName is the Helm release name helm-controller gives a HelmRelease
+// (api/v2 HelmRelease.GetReleaseName, shortened by internal/release/name.go
+// ShortenName): spec.releaseName, else <targetNamespace>-<name> or <name>; a
+// name longer than 53 characters becomes its first 40, a dash and the first 12
+// hex digits of its SHA-256.
+func releaseName(name string, s fluxHelmReleaseBody) string {
+	n := name
+	switch {
+	case s.ReleaseName != "":
+		n = s.ReleaseName
+	case s.TargetNamespace != "":
+		n = s.TargetNamespace + "-" + name
+	}
+	if len(n) <= 53 {
+		return n
+	}
+	sum := fmt.Sprintf("%x", sha256.Sum256([]byte(n)))
+	return n[:53-13] + "-" + sum[:12]
+}
+
+// replacePathValue sets value at the strvals path p as helm-controller does
+// for a valuesFrom targetPath (fluxcd/pkg chartutil/values.go
+// ReplacePathValue, ReplacePathLiteralValue): typed as helm's --set types it,
+// a value in single or double quotes as a string without them; literal keeps
+// the whole value one string (commas and brackets escaped).
+func replacePathValue(values map[string]any, p, value string, literal bool) error {
+	if literal {
+		esc := strings.NewReplacer(`\`, `\\`, `,`, `\,`, `[`, `\[`, `]`, `\]`, `{`, `\{`, `}`, `\}`)
+		return strvals.ParseIntoString(p+"="+esc.Replace(value), values)
+	}
+	single := strings.HasPrefix(value, "'") && strings.HasSuffix(value, "'")
+	double := strings.HasPrefix(value, `"`) && strings.HasSuffix(value, `"`)
+	if single || double {
+		return strvals.ParseIntoString(p+"="+strings.Trim(value, `'"`), values)
+	}
+	return strvals.ParseInto(p+"="+value, values)
 }
 
 // helmChart finds the Flux HelmChart a chartRef names and turns its spec into a

@@ -236,6 +236,11 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	}
 	slices.SortStableFunc(res.Targets, func(a, c config.Target) int { return strings.Compare(a.Name, c.Name) })
 	res.Notes = append(res.Notes, b.notes...)
+	for _, m := range d.manifests {
+		if !m.superseded && m.templated() && m.isController() {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s %s is named by a Flux postBuild variable and no Kustomization that substitutes it was rendered: it is previewed only through such a Kustomization", m.where(), m.Kind, m.Name))
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		// An ApplicationSet's templates stopped by the end of ctx are not the
 		// PR's doing: no result rather than a not-rendered set.
@@ -313,6 +318,25 @@ func (d *discovery) add(m *manifest) bool {
 // the repository. done is false when m is to be added as an object of its own.
 func (d *discovery) addRendered(m *manifest) (changed, done bool) {
 	argo := m.group() == groupArgo
+	if !m.templated() {
+		for _, e := range d.manifests {
+			if e.superseded || e.File != m.File || e.Kind != m.Kind || e.group() != m.group() {
+				continue
+			}
+			// A file named by Flux postBuild variables (a shared component's
+			// HelmRelease ${APP}-anubis) is a template: its substituted copy,
+			// rendered from the same file by a Kustomization, takes its place,
+			// and gives it up to a cluster's copy as a file outside clusters/
+			// would (below).
+			template := e.Parent == "" && e.templated()
+			standIn := e.substituted && e.Name == m.Name && e.Cluster == "" && m.Cluster != ""
+			if template || standIn {
+				e.superseded = true
+				delete(d.seen, e.identity())
+				m.substituted, changed = true, true
+			}
+		}
+	}
 	for _, e := range d.manifests {
 		if e.Parent != "" || e.superseded || e.Kind != m.Kind || e.Name != m.Name || e.group() != m.group() {
 			continue
@@ -393,7 +417,7 @@ func (d *discovery) build() *built {
 	var apps []*manifest
 	for _, m := range d.manifests {
 		switch {
-		case m.superseded:
+		case m.superseded || m.templated():
 		case m.is(diffing.ArgoCDApplicationSet):
 			gen, nr, notes, info := d.expandAppSet(m)
 			b.sets[SetKey(info.Namespace, info.Name)] = info
@@ -411,7 +435,7 @@ func (d *discovery) build() *built {
 	}
 	for _, m := range d.manifests {
 		switch {
-		case m.superseded:
+		case m.superseded || m.templated():
 		case m.is(diffing.FluxKustomization):
 			t, skipped := d.fluxKustomization(m, fx)
 			t.Notes = append(t.Notes, m.dupNotes...)

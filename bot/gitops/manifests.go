@@ -41,6 +41,9 @@ type manifest struct {
 	// dupNotes say which keys its document repeats (read with the last value,
 	// as Argo CD does): the notes of the targets it declares.
 	dupNotes []string
+	// substituted marks a rendered copy that took the place of a file named by
+	// Flux postBuild variables (see templated).
+	substituted bool
 }
 
 // group is the API group of the manifest.
@@ -54,6 +57,18 @@ func (m *manifest) group() string {
 // is says whether the manifest is an object of the controller kind k.
 func (m *manifest) is(k diffing.ControllerKind) bool {
 	return m.group() == k.GVR.Group && m.Kind == k.Kind
+}
+
+// templated says whether the manifest's name or namespace holds a Flux postBuild
+// variable (${...}): a file that only a Kustomization substituting it deploys,
+// never an object of that literal name (the apiserver refuses such a name).
+func (m *manifest) templated() bool {
+	return strings.Contains(m.Name, "${") || strings.Contains(m.Namespace, "${")
+}
+
+// isController says whether the manifest is an object discovery makes targets of.
+func (m *manifest) isController() bool {
+	return m.is(diffing.ArgoCDApplication) || m.is(diffing.ArgoCDApplicationSet) || m.is(diffing.FluxKustomization) || m.is(diffing.FluxHelmRelease)
 }
 
 // where names the manifest for notes and errors: file:line, or file (rendered by X).
