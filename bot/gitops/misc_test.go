@@ -274,7 +274,8 @@ stringData:
 				wantNotes := []string{
 					"spec.upgrade.force does not recreate objects: helm-controller ignores it under server-side apply, its default (internal/action/upgrade.go). A change to an immutable field still fails the upgrade.",
 					"valuesFrom Secret db-creds: its values are passed to the chart as hidden placeholders",
-					"valuesFrom ConfigMap absent is not in the repository: its values are not used",
+					"valuesFrom Secret db-creds: its value is passed to the chart at auth.password as a hidden placeholder",
+					"valuesFrom ConfigMap absent is not in the repository: its values are not used (helm-controller reads it from the cluster, and fails the release when a reference that is not optional is missing)",
 				}
 				if diff := cmp.Diff(wantNotes, db.Notes); diff != "" {
 					t.Errorf("db notes (-want +got):\n%s", diff)
