@@ -276,7 +276,7 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 		return t, true
 	}
 	s := ks.Spec
-	ctrl.AutoSync, ctrl.Prune, ctrl.SelfHeal, ctrl.Suspended, ctrl.Replace = !s.Suspend, s.Prune, true, s.Suspend, s.Force
+	ctrl.AutoSync, ctrl.Prune, ctrl.SelfHeal, ctrl.Suspended, ctrl.Replace = !s.Suspend, s.Prune, !s.Suspend, s.Suspend, s.Force
 	t.Sync = config.Sync{Prune: s.Prune, SelfHeal: true, Manager: diffing.FluxKustomization.Manager, Replace: s.Force}
 	t.Namespace = s.TargetNamespace
 	if s.Suspend {

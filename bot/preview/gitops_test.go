@@ -826,6 +826,111 @@ var gitopsCases = []gitopsCase{
 			must: []string{"immutable-field Job/g31/migrate /spec/template", "immutable-field StatefulSet/g31/db /spec/volumeClaimTemplates"},
 		}},
 	},
+	// Issue 24: helm-controller's options on a chart bump. The changed CRD of
+	// the chart's crds/ directory is not applied (upgrade.crds unset: Create,
+	// which never updates an existing CRD); the ConfigMap the chart drops stays
+	// (helm.sh/resource-policy: keep); upgrade.force does not recreate the
+	// Deployment whose selector changes, so the upgrade fails; and the
+	// upgrade applies the chart's replicas over the hand scale although drift
+	// detection ignores /spec/replicas.
+	{
+		name: "120-flux-helm-options",
+		must: []string{
+			"sync-disabled CustomResourceDefinition/widgets.g120.example.com",
+			"immutable-field Deployment/g120/web-api /spec/selector",
+			"live-drift Deployment/g120/web /spec/replicas kubectl-scale",
+			"orphan ConfigMap/g120/web-reports",
+		},
+		mustNot: []string{"prune", "stateful-change"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g120-web")
+			for _, want := range []string{"spec.upgrade.force does not recreate objects", "spec.driftDetection.ignore (/spec/replicas) applies to helm-controller's drift detection and correction only"} {
+				if !slices.ContainsFunc(tr.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+					t.Errorf("no note %q in %q", want, tr.Notes)
+				}
+			}
+			for _, f := range tr.Findings {
+				if f.Rule == diffing.RuleSyncDisabled && !strings.Contains(f.Message, "`spec.upgrade.crds (default Create)`") {
+					t.Errorf("the CRD finding does not name the policy: %s", f.Message)
+				}
+				if f.Rule == diffing.RuleOrphan && !strings.Contains(f.Message, "`helm.sh/resource-policy: keep`") {
+					t.Errorf("the orphan does not name the annotation: %s", f.Message)
+				}
+			}
+			wantChange(t, rep, "g120-web", "CustomResourceDefinition/widgets.g120.example.com", diffing.ActionModified, diffing.ActionUnchanged)
+			wantChange(t, rep, "g120-web", "ConfigMap/g120/web-reports", diffing.ActionDeleted, diffing.ActionUnchanged)
+		},
+		variants: []gitopsVariant{{
+			name: "crds-create-replace",
+			edits: map[string][2]string{
+				"base/clusters/test/g120-web.yaml": {"    force: true\n", "    force: true\n    crds: CreateReplace\n"},
+				"head/clusters/test/g120-web.yaml": {"    force: true\n", "    force: true\n    crds: CreateReplace\n"},
+			},
+			must:    []string{"immutable-field Deployment/g120/web-api /spec/selector"},
+			mustNot: []string{"sync-disabled"},
+			failing: true,
+		}},
+	},
+	// Issue 24: suspended Flux objects apply nothing until they are resumed: a
+	// Kustomization suspended in git (the hand edit is not reverted, the
+	// removed ConfigMap is pruned only once it is resumed) and a HelmRelease
+	// suspended on the cluster only (the hand scale stays).
+	{
+		name: "32-flux-suspended",
+		must: []string{
+			"sync-disabled Kustomization/flux-system/g32-app",
+			"sync-disabled HelmRelease/flux-system/g32-web",
+			"prune ConfigMap/g32/old-job-config",
+		},
+		mustNot: []string{"live-drift", "field-conflict"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			for _, name := range []string{"g32-app", "g32-web"} {
+				tr := targetNamed(t, rep, name)
+				if tr.LiveChecked || tr.Controller == nil || !tr.Controller.Suspended {
+					t.Errorf("%s: live checked %t, controller %+v; want no live prediction of a suspended target", name, tr.LiveChecked, tr.Controller)
+				}
+				for _, c := range tr.Changes {
+					if c.LiveAction != "" {
+						t.Errorf("%s: %s has live action %s; nothing is predicted", name, c.Key, c.LiveAction)
+					}
+				}
+			}
+			for _, f := range targetNamed(t, rep, "g32-app").Findings {
+				if f.Rule == diffing.RulePrune && !strings.HasPrefix(f.Message, "Not on merge: Kustomization `flux-system/g32-app` is suspended; once it is resumed:") {
+					t.Errorf("the prune of a suspended Kustomization must say it waits for the resume: %s", f.Message)
+				}
+			}
+		},
+	},
+	// Issue 24: a Kustomization's build options (targetNamespace, namePrefix,
+	// images, patches, components with ignoreMissingComponents,
+	// commonMetadata) as kustomize-controller builds them. The PR bumps the
+	// image and adds a commonMetadata annotation, which Flux puts on each
+	// object's own metadata only: no pod template change, no rollout for it.
+	{
+		name:    "121-flux-ks-render-options",
+		mustNot: []string{"render-error", "field-conflict", "live-drift", "prune"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g121-web", "Deployment/g121/prod-web", diffing.ActionModified, diffing.ActionModified)
+			wantChange(t, rep, "g121-web", "ConfigMap/g121/prod-extra", diffing.ActionModified, diffing.ActionModified)
+			tr := targetNamed(t, rep, "g121-web")
+			for _, c := range tr.Changes {
+				if c.Key.Name != "prod-web" {
+					continue
+				}
+				if strings.Count(c.LiveDiff, "owner: team-web") != 1 || !strings.Contains(c.LiveDiff, "+      - image: nginx:1.27.2") {
+					t.Errorf("the live diff must add the annotation once (object metadata) and bump the image:\n%s", c.LiveDiff)
+				}
+				if strings.Contains(c.LiveDiff, "replicas") {
+					t.Errorf("the patch keeps replicas at 3:\n%s", c.LiveDiff)
+				}
+			}
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool { return strings.Contains(n, "g121-missing does not exist and spec.ignoreMissingComponents is set") }) {
+				t.Errorf("no note on the skipped component: %q", tr.Notes)
+			}
+		},
+	},
 }
 
 // ignoreReplicas is the ignoreDifferences of 04-argo-ignore-differences.

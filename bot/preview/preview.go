@@ -525,10 +525,18 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	tr := diffing.Diff(in, opts)
 	p.markPreExisting(ctx, &tr, in, opts, lr)
 	tr.Controller = t.Controller
-	if lr.suspended && !t.Controller.Suspended {
-		c := *t.Controller
-		c.Suspended, c.AutoSync, c.SelfHeal = true, false, false
-		tr.Controller = &c
+	if lr.suspended {
+		if !t.Controller.Suspended {
+			c := *t.Controller
+			c.Suspended, c.AutoSync, c.SelfHeal = true, false, false
+			tr.Controller = &c
+		}
+		// What git asks for (a prune, a refused update) happens when the
+		// controller is resumed, not on merge.
+		for i := range tr.Findings {
+			tr.Findings[i].Message = fmt.Sprintf("Not on merge: %s %s is suspended; once it is resumed: %s",
+				t.Controller.Kind, mdtext.Code(t.Controller.Namespace+"/"+t.Controller.Name), tr.Findings[i].Message)
+		}
 	}
 	// Discovery's findings and the live controller's come from the target as the
 	// base declares it (base wins in discovery), so they hold at base too.
