@@ -926,7 +926,9 @@ var gitopsCases = []gitopsCase{
 					t.Errorf("the patch keeps replicas at 3:\n%s", c.LiveDiff)
 				}
 			}
-			if !slices.ContainsFunc(tr.Notes, func(n string) bool { return strings.Contains(n, "g121-missing does not exist and spec.ignoreMissingComponents is set") }) {
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return strings.Contains(n, "g121-missing does not exist and spec.ignoreMissingComponents is set")
+			}) {
 				t.Errorf("no note on the skipped component: %q", tr.Notes)
 			}
 		},
