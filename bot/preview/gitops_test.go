@@ -933,6 +933,56 @@ var gitopsCases = []gitopsCase{
 			}
 		},
 	},
+	// Issue 24: a HelmRelease whose only change is a post-renderer patch. No
+	// chart file changes; helm-controller runs the patch over the chart's
+	// output, so the Deployment's replicas change.
+	{
+		name: "92-flux-helmrelease-postrender-patch",
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g92-web", "Deployment/g92/web", diffing.ActionModified, diffing.ActionModified)
+			wantChange(t, rep, "g92-web", "Service/g92/web", diffing.ActionUnchanged, diffing.ActionUnchanged)
+			if md := report.Markdown(rep, report.DefaultOptions()); !strings.Contains(md, "replicas") {
+				t.Errorf("the comment does not show the patched field:\n%s", md)
+			}
+		},
+	},
+	// Issue 21: a shared component holds HelmRelease ${APP}-anubis; the app's
+	// Kustomization includes it with postBuild APP=g93-web and nested defaults
+	// (${CLAIM:-${APP}}). The PR edits the component.
+	{
+		name:    "93-flux-substituted-component",
+		mustNot: []string{"${"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g93-web", "HelmRelease/g93/g93-web-anubis", diffing.ActionModified, diffing.ActionModified)
+			wantChange(t, rep, "g93-web", "ConfigMap/g93/g93-web-settings", diffing.ActionUnchanged, diffing.ActionUnchanged)
+			wantChange(t, rep, "g93-web-anubis", "ConfigMap/g93/g93-web-anubis-policy", diffing.ActionModified, diffing.ActionModified)
+			for _, tr := range rep.Targets {
+				if strings.Contains(tr.Name, "${") {
+					t.Errorf("target %q is named by an unsubstituted variable", tr.Name)
+				}
+				for _, c := range tr.Changes {
+					if strings.Contains(c.Key.String(), "${") {
+						t.Errorf("%s: object %s is named by an unsubstituted variable", tr.Name, c.Key)
+					}
+				}
+			}
+		},
+	},
+	// Issue 21: HelmRelease valuesFrom a ConfigMap (values.yaml, and a key at a
+	// targetPath, typed as an integer) and a Secret key at a targetPath. The PR
+	// changes both; the Secret's values appear nowhere.
+	{
+		name: "94-flux-helmrelease-valuesfrom",
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g94-web", "ConfigMap/g94/web-config", diffing.ActionModified, diffing.ActionModified)
+			md := report.Markdown(rep, report.DefaultOptions())
+			for _, out := range []string{md, string(js)} {
+				if strings.Contains(out, "SECRET-VALUE") {
+					t.Errorf("a Secret value leaked into the output:\n%s", out)
+				}
+			}
+		},
+	},
 }
 
 // ignoreReplicas is the ignoreDifferences of 04-argo-ignore-differences.
