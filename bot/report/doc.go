@@ -2,12 +2,18 @@
 // adapters: it turns a *diffing.Report into the sticky pull-request comment
 // (Markdown), the status title and the JSON that CI jobs script against.
 //
-// The comment leads with the risk: a headline with the verdict, one table of every
-// finding sorted by severity, then per target what the PR changes (base → head) and,
-// apart from it, what the merge does to the live cluster (head → live), with diffs
-// collapsed per object. The renderer knows nothing about GitHub or GitLab; it takes
-// a size budget (Options.MaxChars) and cuts diffs, never findings, to fit it. When
-// the findings alone do not fit, Pages splits the comment into numbered comments.
+// The comment leads with the risk and spends its budget on what the PR changes
+// (issue 23): a headline with the verdict, a table of the findings the PR
+// introduces sorted by severity, then per target the PR changes what it changes
+// (base → head) and, apart from it, what the merge does to the live cluster (head
+// → live), with diffs collapsed per object; then, collapsed, the pre-existing
+// findings, the targets the merge changes only live, and one line per reason for
+// the targets without a section (not rendered, not affected by the PR). The
+// renderer knows nothing about GitHub or GitLab; it takes a size budget
+// (Options.MaxChars) and cuts pre-existing material and notes before any change
+// of the PR, then diffs, never the PR's findings, to fit it, and says where the
+// rest is. When the cut leaves out pre-existing findings, or the PR's findings
+// alone do not fit, Pages splits the comment into numbered comments.
 //
 // Output is deterministic: the same Report always gives the same bytes.
 //

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"strings"
 )
 
 func (b block) size() int {
@@ -27,42 +28,101 @@ func (l *layout) size() int {
 	return n
 }
 
-// fit cuts diffs until the comment fits MaxChars: first it replaces diffs by the
-// object's name, least risky and largest first, then names by a count, then
-// collapses whole targets to their summary line. It reports whether that was
-// enough; it never touches the findings.
+// reset undoes every cut, so fit can start again (Pages fits twice).
+func (l *layout) reset() {
+	l.hiddenRows, l.hiddenPre, l.shortLines = 0, 0, false
+	for _, s := range l.sections {
+		s.collapsed, s.noNotes = false, false
+	}
+	for _, u := range l.units {
+		u.state = stateFull
+	}
+}
+
+// fit cuts the comment until it fits MaxChars, pre-existing material and notes
+// before any change of the PR (issue 23). It cuts first the targets the PR
+// changes only live (their diffs, then their names, then their sections), then
+// the pre-existing findings, least severe first, the targets' notes and the
+// names in the not-compared lines; only then the diffs of the PR, least risky
+// and largest first, replaced by the object's name, then names by a count, then
+// whole targets collapsed to their summary line. It reports whether that was
+// enough; it never touches the findings the PR introduces.
 func (l *layout) fit() bool {
-	limit := l.opts.MaxChars
+	l.reset()
+	limit := l.opts.MaxChars - l.reserve
 	if l.size() <= limit {
 		return true
 	}
-	var diffs []*unit
+	var diffs, preDiffs, units, preUnits []*unit
 	for _, u := range l.units {
-		if u.full != "" {
+		if u.pre {
+			preUnits = append(preUnits, u)
+		} else {
+			units = append(units, u)
+		}
+		switch {
+		case u.full == "":
+		case u.pre:
+			preDiffs = append(preDiffs, u)
+		default:
 			diffs = append(diffs, u)
 		}
 	}
-	secs := slices.Clone(l.sections)
-	slices.SortStableFunc(secs, func(a, b *section) int {
-		return cmp.Or(cmp.Compare(a.worst, b.worst), boolCmp(a.failing, b.failing), -cmp.Compare(a.size(), b.size()))
-	})
+	var noted, secs, preSecs []*section
+	for _, s := range l.shown {
+		if s.notes != "" {
+			noted = append(noted, s)
+		}
+		if s.liveOnly {
+			preSecs = append(preSecs, s)
+		} else {
+			secs = append(secs, s)
+		}
+	}
+	for _, ss := range [][]*section{secs, preSecs} {
+		slices.SortStableFunc(ss, func(a, b *section) int {
+			return cmp.Or(cmp.Compare(a.worst, b.worst), boolCmp(a.failing, b.failing), -cmp.Compare(a.size(), b.size()))
+		})
+	}
+	listed := func(us []*unit) func(int, bool) {
+		return func(i int, on bool) {
+			us[i].state = stateFull
+			if on {
+				us[i].state = stateListed
+			}
+		}
+	}
+	counted := func(us []*unit) func(int, bool) {
+		return func(i int, on bool) {
+			us[i].state = stateListed
+			if on {
+				us[i].state = stateCounted
+			}
+		}
+	}
+	collapse := func(ss []*section) func(int, bool) {
+		return func(i int, on bool) { ss[i].collapsed = on }
+	}
 	steps := []struct {
 		n     int
 		apply func(i int, on bool)
 	}{
-		{len(diffs), func(i int, on bool) {
-			diffs[i].state = stateFull
+		{len(preDiffs), listed(preDiffs)},
+		{len(preUnits), counted(preUnits)},
+		{len(preSecs), collapse(preSecs)},
+		{len(l.rows) - l.nIntro, func(i int, on bool) {
+			// Set in order, so the last call leaves the count of those on.
 			if on {
-				diffs[i].state = stateListed
+				l.hiddenPre = i + 1
+			} else if i == 0 {
+				l.hiddenPre = 0
 			}
 		}},
-		{len(l.units), func(i int, on bool) {
-			l.units[i].state = stateListed
-			if on {
-				l.units[i].state = stateCounted
-			}
-		}},
-		{len(secs), func(i int, on bool) { secs[i].collapsed = on }},
+		{len(noted), func(i int, on bool) { noted[i].noNotes = on }},
+		{1, func(_ int, on bool) { l.shortLines = on }},
+		{len(diffs), listed(diffs)},
+		{len(units), counted(units)},
+		{len(secs), collapse(secs)},
 	}
 	for _, st := range steps {
 		set := func(k int) {
@@ -91,38 +151,54 @@ func (l *layout) fit() bool {
 	return false
 }
 
-// cutNote says what fit() cut, so nobody mistakes a short comment for the whole.
+// cutNote says what fit() cut and where the rest is, so nobody mistakes a short
+// comment for the whole.
 func (l *layout) cutNote() string {
 	type obj struct {
-		sec int
+		sec *section
 		key string
 	}
 	cut := map[obj]bool{}
-	collapsed := 0
-	for _, s := range l.sections {
+	collapsed, notes := 0, 0
+	for _, s := range l.shown {
 		if s.collapsed {
 			collapsed++
+		} else if s.noNotes {
+			notes++
 		}
 	}
 	for _, u := range l.units {
-		if u.full != "" && (u.state != stateFull || l.sections[u.sec].collapsed) {
-			cut[obj{u.sec, u.key.String()}] = true
+		if s := l.sections[u.sec]; u.full != "" && (u.state != stateFull || s.collapsed) {
+			cut[obj{s, u.key.String()}] = true
 		}
 	}
-	if len(cut) == 0 && collapsed == 0 {
+	var what []string
+	if len(cut) > 0 {
+		what = append(what, "the diffs of "+plural(len(cut), "object", "objects"))
+	}
+	if collapsed > 0 {
+		what = append(what, "the details of "+plural(collapsed, "target", "targets"))
+	}
+	if l.hiddenPre > 0 {
+		what = append(what, plural(l.hiddenPre, "pre-existing finding", "pre-existing findings"))
+	}
+	if notes > 0 {
+		what = append(what, "the notes of "+plural(notes, "target", "targets"))
+	}
+	if len(what) == 0 {
 		return ""
 	}
-	var what string
-	switch {
-	case len(cut) > 0 && collapsed > 0:
-		what = "Diffs of " + plural(len(cut), "object", "objects") + " and the details of " + plural(collapsed, "target", "targets") + " were"
-	case len(cut) > 0:
-		what = "Diffs of " + plural(len(cut), "object", "objects") + " were"
-	default:
-		what = "The details of " + plural(collapsed, "target", "targets") + " were"
+	list := strings.Join(what, ", ")
+	if len(what) > 1 {
+		list = strings.Join(what[:len(what)-1], ", ") + " and " + what[len(what)-1]
 	}
-	return "\n" + what + " cut to fit the " + thousands(l.opts.MaxChars) +
-		"-character limit; run `driftpreview preview` locally for the full diff.\n"
+	where := l.restAt()
+	if l.continued && len(cut) == 0 && collapsed == 0 && notes == 0 {
+		where = "they continue in the next comment"
+	} else if l.continued {
+		where = "the pre-existing findings continue in the next comment; " + where
+	}
+	return "\n_To fit the " + thousands(l.opts.MaxChars) + "-character limit this comment leaves out " + list + "; " + where + "._\n"
 }
 
 // shrink makes one block fit in room bytes: a target loses its details, a row its

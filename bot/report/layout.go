@@ -2,7 +2,9 @@ package report
 
 import (
 	"cmp"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/driftpreview/driftpreview/diffing"
@@ -25,6 +27,9 @@ type unit struct {
 	// worst and failing rank the object's findings, so the riskiest diffs stay.
 	worst   diffing.Severity
 	failing bool
+	// pre marks a diff of a target the PR does not change (live drift the
+	// merge reverts): pre-existing material, cut before any change of the PR.
+	pre bool
 }
 
 const (
@@ -37,16 +42,24 @@ const (
 type section struct {
 	t          *diffing.TargetReport
 	open       string // <details><summary>…</summary> and the blank line after it
-	preamble   string // error, controller, live status, notes
+	preamble   string // error, controller, live status
+	notes      string // the target's notes
 	pr, live   []*unit
 	prHead     string
 	liveHead   string
 	liveNone   string
 	unaffected bool
-	collapsed  bool
-	limit      int
-	worst      diffing.Severity
-	failing    bool
+	// liveOnly: the PR changes nothing here, but the merge changes the live
+	// objects (drift it reverts); shown after the targets the PR changes.
+	liveOnly bool
+	// shown: the comment has a section for the target (the PR changes it, its
+	// render fails where the base's did not, or the merge changes it live).
+	shown     bool
+	collapsed bool
+	noNotes   bool // the target's notes were cut to fit
+	limit     int
+	worst     diffing.Severity
+	failing   bool
 }
 
 // A row is one finding in the table; target is -1 for report-level findings.
@@ -56,19 +69,39 @@ type row struct {
 }
 
 // layout is the comment as parts that can be measured, cut and paged.
+//
+// The comment spends its budget on what the PR changes (issue 23): the
+// headline, the findings the PR introduces, the targets the PR changes with
+// their diffs, then (collapsed) the pre-existing findings, and last one line
+// per reason for the targets it has no section for. Cuts take pre-existing
+// material and notes before any change of the PR.
 type layout struct {
-	r           *diffing.Report
-	opts        Options
+	r    *diffing.Report
+	opts Options
+	// rows are the findings the PR introduces (rows[:nIntro]), then the
+	// pre-existing ones, each group sorted by severity. A pre-existing
+	// not-rendered finding of a target listed as not rendered is not a row:
+	// the not-compared lines count it (folded).
 	rows        []row
+	nIntro      int
+	folded      int
 	rowTexts    []string // rows as table lines, rendered once
 	targetCol   bool
 	markFailing bool
-	preExisting int // rows the base already has
+	preExisting int // findings the base already has, folded ones included
 	sections    []*section
+	shown       []*section     // the sections the comment shows, in order
 	units       []*unit        // every unit, in cutting order
-	hiddenRows  int            // findings left out of the table (Markdown's last resort)
+	hiddenRows  int            // introduced findings left out (Markdown's last resort)
+	hiddenPre   int            // pre-existing findings left out to fit
+	shortLines  bool           // the not-compared lines without target names
+	paged       bool           // Pages' layout: pre-existing findings as a plain table
+	continued   bool           // Pages continues the left-out pre-existing findings
+	reserve     int            // bytes fit keeps free (Pages' "continued" line)
 	names       map[string]int // targets by name, for targetName
 	notice      *string        // liveNotice, made once
+	lines       *string        // notCompared, made once per shortLines
+	linesShort  bool
 }
 
 // targetName names target i in the table and lists: its name, or name@cluster
@@ -124,15 +157,25 @@ func newLayout(r *diffing.Report, opts Options) *layout {
 		)
 	})
 	l.targetCol = len(r.Targets) > 1 && len(owners) > 1
+	var intro, pre []row
 	for _, rw := range l.rows {
 		if !rw.f.PreExisting && rw.f.Failing != (rw.f.Severity == diffing.SeverityError) {
 			// The policy is not "every error fails": say which ones do.
 			l.markFailing = true
 		}
-		if rw.f.PreExisting {
+		switch {
+		case !rw.f.PreExisting:
+			intro = append(intro, rw)
+		case rw.f.Rule == diffing.RuleNotRendered && rw.target >= 0 && r.Targets[rw.target].Skipped != "":
+			// One line per reason says it (notCompared), not one row per target.
 			l.preExisting++
+			l.folded++
+		default:
+			l.preExisting++
+			pre = append(pre, rw)
 		}
 	}
+	l.rows, l.nIntro = append(intro, pre...), len(intro)
 
 	for _, rw := range l.rows {
 		l.rowTexts = append(l.rowTexts, l.rowText(rw))
@@ -140,13 +183,23 @@ func newLayout(r *diffing.Report, opts Options) *layout {
 	for i := range r.Targets {
 		l.sections = append(l.sections, l.newSection(i))
 	}
-	for _, s := range l.sections {
+	// The targets the PR changes, then those it changes only live.
+	for _, live := range []bool{false, true} {
+		for _, s := range l.sections {
+			if s.shown && s.liveOnly == live {
+				l.shown = append(l.shown, s)
+			}
+		}
+	}
+	for _, s := range l.shown {
 		l.units = append(l.units, s.pr...)
 		l.units = append(l.units, s.live...)
 	}
-	// Cut the least risky diffs first, and among equals the largest.
+	// Cut pre-existing material first, then the least risky diffs, and among
+	// equals the largest.
 	slices.SortStableFunc(l.units, func(a, b *unit) int {
 		return cmp.Or(
+			-boolCmp(a.pre, b.pre),
 			cmp.Compare(a.worst, b.worst),
 			boolCmp(a.failing, b.failing),
 			-cmp.Compare(len(a.full), len(b.full)),
@@ -252,6 +305,7 @@ func (l *layout) newSection(i int) *section {
 
 	s.open = "<details><summary>" + l.sectionSummary(t, changed) + "</summary>\n\n"
 	s.preamble = l.preamble(t)
+	s.notes = notes(t)
 	if len(s.pr) > 0 {
 		s.prHead = "**This PR changes** (base → head)\n\n"
 	}
@@ -274,7 +328,27 @@ func (l *layout) newSection(i int) *section {
 		}
 	}
 	s.unaffected = t.Error == "" && t.Skipped == "" && len(s.pr) == 0 && len(s.live) == 0
+	s.liveOnly = t.Error == "" && len(s.pr) == 0 && len(s.live) > 0
+	s.shown = len(s.pr) > 0 || s.liveOnly || (t.Error != "" && !errorPreExisting(t))
+	for _, u := range s.live {
+		u.pre = s.liveOnly
+	}
 	return s
+}
+
+// errorPreExisting reports whether a target's render fails at base as it does
+// at head: the PR does not introduce the failure.
+func errorPreExisting(t *diffing.TargetReport) bool {
+	found := false
+	for _, f := range t.Findings {
+		if f.Rule == diffing.RuleRenderError {
+			if !f.PreExisting {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
 }
 
 // riskSuffix names an object's findings in its diff summary, so a reader who
@@ -395,13 +469,20 @@ func (l *layout) preamble(t *diffing.TargetReport) string {
 	if !t.LiveChecked && t.Error == "" && t.Skipped == "" && t.NotAffected == "" {
 		b.WriteString("No live comparison: " + noLiveReason(t) + ".\n\n")
 	}
-	if len(t.Notes) > 0 {
-		b.WriteString("Notes:\n\n")
-		for _, n := range t.Notes {
-			b.WriteString("- " + inlineMD(oneLine(n)) + "\n")
-		}
-		b.WriteString("\n")
+	return b.String()
+}
+
+// notes is what a target notes, after its preamble; cut before any diff.
+func notes(t *diffing.TargetReport) string {
+	if len(t.Notes) == 0 {
+		return ""
 	}
+	var b strings.Builder
+	b.WriteString("Notes:\n\n")
+	for _, n := range t.Notes {
+		b.WriteString("- " + inlineMD(oneLine(n)) + "\n")
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 
@@ -444,6 +525,11 @@ func (s *section) pieces() []string {
 		return []string{s.open, "Details cut to fit the " + thousands(s.limit) + "-character limit.\n</details>\n"}
 	}
 	out := []string{s.open, s.preamble}
+	if s.noNotes && len(s.t.Notes) > 0 {
+		out = append(out, plural(len(s.t.Notes), "note", "notes")+" cut to fit.\n\n")
+	} else {
+		out = append(out, s.notes)
+	}
 	if s.prHead != "" {
 		out = append(out, s.prHead)
 		out = appendUnits(out, s.pr)
@@ -451,12 +537,6 @@ func (s *section) pieces() []string {
 	if s.liveHead != "" {
 		out = append(out, s.liveHead, s.liveNone)
 		out = appendUnits(out, s.live)
-	}
-	switch {
-	case s.t.NotAffected != "":
-		out = append(out, "Not affected by this PR (not rendered: "+inlineMD(oneLine(s.t.NotAffected))+").\n")
-	case s.unaffected:
-		out = append(out, "Not affected by this PR.\n")
 	}
 	return append(out, "</details>\n")
 }
@@ -530,4 +610,134 @@ func sameChanges(a, b string) bool {
 		return out
 	}
 	return slices.Equal(changed(a), changed(b))
+}
+
+// maxLineNames is how many targets a not-compared line names before "and N more".
+const maxLineNames = 3
+
+// notCompared is the comment's last part before the footer: one line per reason
+// for the targets it gives no section (issue 23), never one row per target.
+func (l *layout) notCompared() string {
+	if l.lines == nil || l.linesShort != l.shortLines {
+		var b strings.Builder
+		for _, ln := range l.reasonLines(true) {
+			b.WriteString("- " + ln + "\n")
+		}
+		s := b.String()
+		if s != "" {
+			s = "\n" + s
+		}
+		l.lines, l.linesShort = &s, l.shortLines
+	}
+	return *l.lines
+}
+
+// reasonLines are the targets without a section, one line per reason: targets
+// not rendered, grouped by their controller's kind and the reason's first
+// clause; targets whose render fails at base as at head; and the targets this
+// PR does not change. md writes Markdown (the counts bold, PR text escaped);
+// otherwise plain text for the terminal.
+func (l *layout) reasonLines(md bool) []string {
+	type group struct {
+		head, one string // "Flux HelmReleases not rendered", and for one target
+		detail    string // the reason: "source outside this repo"
+		full      string // the first target's whole reason, said when it is alone
+		names     []string
+	}
+	var order []string
+	groups := map[string]*group{}
+	add := func(key string, g0 group, name string) {
+		g := groups[key]
+		if g == nil {
+			g = &g0
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.names = append(g.names, name)
+	}
+	plain := func(s string) string { return s }
+	txt, inline, code, bold := plain, plain, plain, plain
+	if md {
+		txt, inline, code = text, inlineMD, codeSpan
+		bold = func(s string) string { return "**" + s + "**" }
+	}
+	unchanged := 0
+	for i, s := range l.sections {
+		t := s.t
+		name := code(l.targetName(i))
+		switch {
+		case s.shown:
+		case t.Skipped != "":
+			kind, kinds := "target", "targets"
+			if c := t.Controller; c != nil && controllerName(c) != "" {
+				kind = txt(controllerName(c))
+				kinds = kind + "s"
+			}
+			why := reasonClass(t.Skipped)
+			add("skipped\x00"+kind+"\x00"+why, group{head: kinds + " not rendered", one: kind + " not rendered",
+				detail: inline(why), full: inline(truncateBytes(oneLine(t.Skipped), 300))}, name)
+		case t.Error != "":
+			add("error", group{head: "targets fail to render at base and head", one: "target fails to render at base and head",
+				detail: "pre-existing"}, name)
+		case t.NotAffected != "":
+			why := reasonClass(t.NotAffected)
+			add("unaffected\x00"+why, group{head: "targets not affected by this PR", one: "target not affected by this PR",
+				detail: "not rendered, " + inline(why)}, name)
+		default:
+			unchanged++
+		}
+	}
+	var out []string
+	for _, key := range order {
+		g := groups[key]
+		n := len(g.names)
+		head, detail := g.head, g.detail
+		if n == 1 {
+			head = g.one
+			if g.full != "" {
+				detail = g.full
+			}
+		}
+		ln := bold(thousands(n)+" "+head) + ": " + detail
+		if (!l.shortLines || !md) && !strings.HasPrefix(key, "unaffected") {
+			names := g.names[:min(n, maxLineNames)]
+			list := strings.Join(names, ", ")
+			if n > len(names) {
+				list += " and " + thousands(n-len(names)) + " more"
+			}
+			ln += " (" + list + ")"
+		}
+		out = append(out, ln+".")
+	}
+	if unchanged > 0 {
+		out = append(out, bold(plural(unchanged, "target", "targets")+" not changed by this PR")+": rendered at base and head, no difference.")
+	}
+	return out
+}
+
+// reasonClass is a not-rendered reason without its per-target detail, so
+// targets with the same cause share one line: the text before its first ": "
+// after a leading file position ("source outside this repo: oci://…" is
+// "source outside this repo"), quoted names written as "…".
+func reasonClass(reason string) string {
+	reason = oneLine(reason)
+	if pos, rest, ok := strings.Cut(reason, ": "); ok && isPosition(pos) {
+		reason = rest
+	}
+	if head, _, ok := strings.Cut(reason, ": "); ok && head != "" && len(head) <= 80 {
+		reason = head
+	}
+	return truncateBytes(quoted.ReplaceAllString(reason, `"…"`), 200)
+}
+
+var quoted = regexp.MustCompile(`"[^"]*"`)
+
+// isPosition reports whether s is a file position such as apps/x/kustomization.yaml:8.
+func isPosition(s string) bool {
+	file, line, ok := strings.Cut(s, ":")
+	if !ok || file == "" || strings.ContainsAny(file, " \t") {
+		return false
+	}
+	_, err := strconv.Atoi(line)
+	return err == nil
 }

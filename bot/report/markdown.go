@@ -9,14 +9,15 @@ import (
 )
 
 // Markdown renders r as one comment of at most opts.MaxChars bytes. Over budget it
-// cuts diffs, least risky and largest first, and says so; it never drops a finding
-// unless the findings alone do not fit, and then it says how many it left out (Pages
-// keeps them all).
+// cuts pre-existing findings and notes first, then diffs, least risky and largest
+// first, and says so and where the rest is; it never drops a finding the PR
+// introduces unless those alone do not fit, and then it says how many it left out
+// (Pages keeps them all).
 func Markdown(r *diffing.Report, opts Options) string {
 	l := newLayout(r, opts)
 	if !l.fit() {
 		// Last resort: leave out the least severe findings, with a note.
-		n := len(l.rows)
+		n := l.nIntro
 		k := sort.Search(n+1, func(k int) bool {
 			l.hiddenRows = k
 			return l.size() <= l.opts.MaxChars
@@ -41,7 +42,10 @@ func (b block) String() string {
 	return b.text
 }
 
-// blocks lists the comment's parts in order, risk first.
+// blocks lists the comment's parts in order: the headline, the findings the PR
+// introduces, the targets it changes, then the pre-existing findings, the
+// targets the merge changes only live (drift it reverts), and one line per
+// reason for the targets it has no section for (issue 23).
 func (l *layout) blocks() []block {
 	bs := []block{{text: l.headline()}}
 	if s := reportLink(l.opts); s != "" {
@@ -50,27 +54,89 @@ func (l *layout) blocks() []block {
 	if n := l.liveNotice(); n != "" {
 		bs = append(bs, block{text: n})
 	}
-	shown := len(l.rows) - l.hiddenRows
+	shown := l.nIntro - l.hiddenRows
 	for i := range shown {
 		bs = append(bs, block{text: l.rowTexts[i], row: true, idx: i})
 	}
 	if l.markFailing && shown > 0 {
 		bs = append(bs, block{text: "\n🚫 marks the findings that fail the policy check; the others are reported only.\n"})
 	}
-	if l.preExisting > 0 && shown > 0 {
-		bs = append(bs, block{text: "\n_pre-existing_ marks findings the base already has (the same rule on the same object and field, or the same render error): this PR does not introduce them, so they never fail the check.\n"})
-	}
 	if l.hiddenRows > 0 {
 		bs = append(bs, block{text: "\n**" + plural(l.hiddenRows, "more finding", "more findings") +
-			" not shown** to fit the " + thousands(l.opts.MaxChars) + "-character limit (the least severe); run `driftpreview preview --format json` for all of them.\n"})
+			" not shown** to fit the " + thousands(l.opts.MaxChars) + "-character limit (the least severe); " + l.restAt() + ".\n"})
 	}
 	if n := l.cutNote(); n != "" {
 		bs = append(bs, block{text: n})
 	}
-	for _, s := range l.sections {
-		bs = append(bs, block{sec: s})
+	for _, s := range l.shown {
+		if !s.liveOnly {
+			bs = append(bs, block{sec: s})
+		}
+	}
+	bs = append(bs, l.preBlocks()...)
+	cut := 0
+	for _, s := range l.shown {
+		switch {
+		case !s.liveOnly:
+		case s.collapsed:
+			cut++ // a summary line each would crowd out the PR's diffs
+		default:
+			bs = append(bs, block{sec: s})
+		}
+	}
+	if cut > 0 {
+		bs = append(bs, block{text: "\n_The live diffs of " + plural(cut, "target", "targets") +
+			" this PR does not change (live drift the merge reverts) were cut to fit._\n"})
+	}
+	if n := l.notCompared(); n != "" {
+		bs = append(bs, block{text: n})
 	}
 	return append(bs, block{text: l.footer()})
+}
+
+// preWhy says what a pre-existing finding is.
+const preWhy = "findings the base has too (the same rule on the same object and field, or the same render error): this PR does not introduce them, so they never fail the check"
+
+// preBlocks are the pre-existing findings: collapsed under one summary line, or
+// under a heading in Pages' layout (a page break may fall between rows).
+func (l *layout) preBlocks() []block {
+	n := len(l.rows) - l.nIntro
+	shown := n - l.hiddenPre
+	if shown <= 0 {
+		return nil
+	}
+	var bs []block
+	what := plural(n, "pre-existing finding", "pre-existing findings")
+	if shown < n {
+		what = thousands(shown) + " of " + what
+	}
+	if l.paged {
+		bs = append(bs, block{text: "\n**" + what + "**: " + preWhy + ".\n"})
+	} else {
+		bs = append(bs, block{text: "\n<details><summary>" + what + "</summary>\n\n" + capitalize(preWhy) + ".\n"})
+	}
+	for i := l.nIntro; i < l.nIntro+shown; i++ {
+		bs = append(bs, block{text: l.rowTexts[i], row: true, idx: i})
+	}
+	if !l.paged {
+		bs = append(bs, block{text: "\n</details>\n"})
+	}
+	return bs
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// restAt says where a reader finds what the comment leaves out.
+func (l *layout) restAt() string {
+	if reportLink(l.opts) != "" {
+		return "the full report linked above has all of it"
+	}
+	return "run `driftpreview preview` locally for all of it"
 }
 
 // join writes blocks after prefix, opening the findings table before its first row.
@@ -88,10 +154,10 @@ func (l *layout) join(prefix string, bs []block) string {
 	return b.String()
 }
 
-// severityCounts is how many findings the layout holds of each severity; the
-// headline and Title both start from them.
+// severityCounts is how many findings the PR introduces of each severity; the
+// headlines start from them, and count the pre-existing ones apart.
 func (l *layout) severityCounts() (errs, warns, notes int) {
-	for _, rw := range l.rows {
+	for _, rw := range l.rows[:l.nIntro] {
 		switch rw.f.Severity {
 		case diffing.SeverityError:
 			errs++
@@ -117,11 +183,15 @@ func (l *layout) headline() string {
 	if notes > 0 {
 		parts = append(parts, "⚪ "+plural(notes, "note", "notes"))
 	}
+	switch {
+	case l.nIntro > 0:
+	case l.preExisting > 0:
+		parts = append(parts, "✅ no new findings")
+	default:
+		parts = append(parts, "✅ no findings")
+	}
 	if l.preExisting > 0 {
 		parts = append(parts, thousands(l.preExisting)+" pre-existing")
-	}
-	if len(l.rows) == 0 {
-		parts = append(parts, "✅ no findings")
 	}
 	return "### driftpreview: " + strings.Join(parts, " · ") + ". " + l.verdict() + "\n"
 }
@@ -135,7 +205,7 @@ func (l *layout) verdict() string {
 	case l.r.NothingCompared():
 		// Never "safe": nothing was looked at.
 		return "This PR is not judged."
-	case len(l.rows) == 0 && !l.anyChange():
+	case l.nIntro == 0 && l.preExisting == 0 && !l.anyChange():
 		return "No changes."
 	case notCompared > 0:
 		return "Safe to merge by policy for the targets compared."
@@ -171,6 +241,9 @@ func (l *layout) anyChange() bool {
 	}
 	return false
 }
+
+// maxNoticeNames is how many targets the live notice names per reason.
+const maxNoticeNames = 5
 
 // liveNotice says up top which targets were not compared with the live cluster,
 // since the comment then cannot speak for what the merge does there.
@@ -210,6 +283,9 @@ func (l *layout) makeLiveNotice() string {
 			parts = append(parts, why)
 		case len(names) == len(l.r.Targets):
 			parts = append(parts, why+" for all targets")
+		case len(names) > maxNoticeNames:
+			parts = append(parts, why+" for "+strings.Join(names[:maxNoticeNames], ", ")+
+				" and "+thousands(len(names)-maxNoticeNames)+" more targets")
 		default:
 			parts = append(parts, why+" for "+strings.Join(names, ", "))
 		}

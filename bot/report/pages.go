@@ -8,22 +8,41 @@ import (
 )
 
 // Pages renders r as one or more comments of at most opts.MaxChars bytes each. It
-// returns Markdown's single comment when the findings fit in one; otherwise the
-// first page holds the marker, the headline and the findings table, which runs on
-// over the following pages, then the targets and the footer. Every follow-up page
-// starts with its own marker ("<!-- driftpreview:sticky v1 page N -->") and
+// returns Markdown's single comment when everything fits in one. When the
+// comment is cut, the first page is Markdown's (the PR's changes first, cut as
+// little as it can) and the pre-existing findings it leaves out continue on the
+// following pages. When the findings the PR introduces alone do not fit, the
+// first page holds the marker, the headline and those findings, whose table runs
+// on over the following pages, then the targets and the footer. Every follow-up
+// page starts with its own marker ("<!-- driftpreview:sticky v1 page N -->") and
 // "(continued N/M)", so an adapter can update each page in place.
 func Pages(r *diffing.Report, opts Options) []string {
 	l := newLayout(r, opts)
 	if l.fit() {
-		return []string{hardLimit(l.join(l.opts.Marker+"\n", l.blocks()), l.opts.MaxChars)}
+		if l.hiddenPre == 0 {
+			return []string{hardLimit(l.join(l.opts.Marker+"\n", l.blocks()), l.opts.MaxChars)}
+		}
+		// The pre-existing findings left out go on the next pages.
+		l.continued, l.reserve = true, len(pageTail)
+		if l.fit() {
+			first := l.join(l.opts.Marker+"\n", l.blocks())
+			rest := []block{{text: "\n**Pre-existing findings, continued** (the base has them too: they never fail the check):\n"}}
+			for i := len(l.rows) - l.hiddenPre; i < len(l.rows); i++ {
+				rest = append(rest, block{text: l.rowTexts[i], row: true, idx: i})
+			}
+			return l.paginate(first, rest)
+		}
+		l.continued, l.reserve = false, 0
+		l.fit()
 	}
 	// All diffs are cut by now (fit went through every step); the targets get
-	// their summaries back, since they may take pages of their own.
+	// their summaries back, since they may take pages of their own, and every
+	// finding is shown, the pre-existing ones under a heading.
 	for _, s := range l.sections {
 		s.collapsed = false
 	}
-	return l.paginate()
+	l.hiddenPre, l.paged = 0, true
+	return l.paginate("", l.blocks())
 }
 
 // pageMarker is the sticky marker of follow-up page n.
@@ -43,13 +62,14 @@ func (l *layout) pagePrefix(n, total int) string {
 	return pageMarker(l.opts.Marker, n) + "\n_(continued " + strconv.Itoa(n) + "/" + strconv.Itoa(total) + ")_\n"
 }
 
-// paginate packs the blocks into pages of at most MaxChars bytes, repeating the
-// table header where the table runs onto a new page.
-func (l *layout) paginate() []string {
+// paginate packs bs into pages of at most MaxChars bytes, repeating the table
+// header where the table runs onto a new page. first, when not empty, is a first
+// page made already (marker included, room left for pageTail), and bs start on
+// the second.
+func (l *layout) paginate(first string, bs []block) []string {
 	limit := l.opts.MaxChars
-	bs := l.blocks()
 	// Reserve room for the widest prefix: there are never more pages than blocks.
-	most := len(bs) + 1
+	most := len(bs) + 2
 	room := limit - max(len(l.pagePrefix(1, most)), len(l.pagePrefix(most, most))) - len(pageTail)
 	hdr := len(l.tableHeader())
 	for i := range bs {
@@ -79,13 +99,19 @@ func (l *layout) paginate() []string {
 		pages = append(pages, cur)
 	}
 
-	out := make([]string, len(pages))
-	for i, p := range pages {
-		text := l.join(l.pagePrefix(i+1, len(pages)), p)
-		if i < len(pages)-1 {
-			text += pageTail
+	var out []string
+	if first != "" {
+		out = append(out, first)
+	}
+	total := len(out) + len(pages)
+	for _, p := range pages {
+		out = append(out, l.join(l.pagePrefix(len(out)+1, total), p))
+	}
+	for i := range out {
+		if i < len(out)-1 {
+			out[i] += pageTail
 		}
-		out[i] = hardLimit(text, limit)
+		out[i] = hardLimit(out[i], limit)
 	}
 	return out
 }

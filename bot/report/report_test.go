@@ -162,7 +162,7 @@ func TestBudget(t *testing.T) {
 	if all != 5 {
 		t.Fatalf("fixture has %d findings, want 5", all)
 	}
-	cut := regexp.MustCompile(`Diffs of (\d+) objects were cut to fit the 65,536-character limit; run ` + "`driftpreview preview`" + ` locally for the full diff\.`)
+	cut := regexp.MustCompile(`To fit the 65,536-character limit this comment leaves out the diffs of (\d+) objects; run ` + "`driftpreview preview`" + ` locally for all of it\.`)
 	if !cut.MatchString(got) {
 		t.Errorf("no note says what was cut:\n%s", got[:2000])
 	}

@@ -22,9 +22,11 @@ type TextOptions struct {
 	ShortSHA int
 }
 
-// Text renders r for a person at a terminal: the headline, the findings (the
-// comment's words, severities in colour), then per target the changed objects,
-// each with its changed fields by path (FieldSummary) and its unified diff. It
+// Text renders r for a person at a terminal in the comment's order: the
+// headline, the findings the PR introduces (the comment's words, severities in
+// colour), then per target the PR changes the changed objects, each with its
+// changed fields by path (FieldSummary) and its unified diff, then the
+// pre-existing findings and one line per reason for the other targets. It
 // has no HTML, no Markdown tables and no size budget. Every string that comes
 // from the pull request, the repository or the cluster (names, messages,
 // values, diffs) is written with its control characters escaped (termSafe), so
@@ -37,9 +39,23 @@ func Text(r *diffing.Report, opts TextOptions) string {
 	l := newLayout(r, Options{ShortSHA: opts.ShortSHA})
 	w := &textWriter{color: opts.Color}
 	w.headline(l)
-	w.findings(l)
-	for i := range l.r.Targets {
-		w.target(l, i)
+	w.findings(l, l.rows[:l.nIntro], "Findings")
+	for _, s := range l.shown {
+		if !s.liveOnly {
+			w.target(l, s)
+		}
+	}
+	w.findings(l, l.rows[l.nIntro:], "Pre-existing findings (the base has them too; this PR does not introduce them)")
+	for _, s := range l.shown {
+		if s.liveOnly {
+			w.target(l, s)
+		}
+	}
+	if lines := l.reasonLines(false); len(lines) > 0 {
+		w.nl()
+		for _, ln := range lines {
+			w.line(0, "- "+ln)
+		}
 	}
 	w.footer(l)
 	return w.b.String()
@@ -123,11 +139,15 @@ func (w *textWriter) headline(l *layout) {
 			w.put(plural(c.n, c.one, c.many), severityStyle(c.sev))
 		}
 	}
+	switch {
+	case l.nIntro > 0:
+	case l.preExisting > 0:
+		w.put(" · no new findings", stylePlain)
+	default:
+		w.put(" · no findings", stylePlain)
+	}
 	if l.preExisting > 0 {
 		w.put(" · "+thousands(l.preExisting)+" pre-existing", stylePlain)
-	}
-	if len(l.rows) == 0 {
-		w.put(" · no findings", stylePlain)
 	}
 	w.put(". ", stylePlain)
 	verdict := styleBold
@@ -142,19 +162,19 @@ func (w *textWriter) headline(l *layout) {
 	}
 }
 
-// findings lists every finding in the comment's order, one block each.
-func (w *textWriter) findings(l *layout) {
-	if len(l.rows) == 0 {
+// findings lists rows in the comment's order under a heading, one block each.
+func (w *textWriter) findings(l *layout, rows []row, heading string) {
+	if len(rows) == 0 {
 		return
 	}
 	w.nl()
-	w.put("Findings", styleBold)
+	w.put(heading, styleBold)
 	w.nl()
 	width := 0
-	for _, rw := range l.rows {
+	for _, rw := range rows {
 		width = max(width, len(severityWord(rw.f.Severity)))
 	}
-	for _, rw := range l.rows {
+	for _, rw := range rows {
 		f := rw.f
 		word := severityWord(f.Severity)
 		w.b.WriteString("  ")
@@ -191,7 +211,7 @@ func (w *textWriter) findings(l *layout) {
 		// keep their backticks, which mark a value off from the sentence.
 		w.line(4+width, strings.ReplaceAll(msg, "**", ""))
 	}
-	if l.markFailing {
+	if l.markFailing && !rows[0].f.PreExisting {
 		w.nl()
 		w.line(0, "(fails the check) marks the findings that fail the policy check; the others are reported only.")
 	}
@@ -199,9 +219,9 @@ func (w *textWriter) findings(l *layout) {
 
 // target writes one target: what it is, then what the PR changes and what the
 // merge does to the live cluster, object by object.
-func (w *textWriter) target(l *layout, i int) {
-	t := &l.r.Targets[i]
-	s := l.sections[i]
+func (w *textWriter) target(l *layout, s *section) {
+	t := s.t
+	i := slices.Index(l.sections, s)
 	w.nl()
 	w.put("▸ "+l.targetName(i), styleBold)
 	w.put(" ("+targetWhere(t)+"): "+targetCounts(t, len(s.pr)), stylePlain)
@@ -294,12 +314,6 @@ func (w *textWriter) target(l *layout, i int) {
 		if len(same) > 0 {
 			w.line(4, "Same as the PR diff: "+strings.Join(same, ", ")+".")
 		}
-	}
-	switch {
-	case t.NotAffected != "":
-		w.line(2, "Not affected by this PR (not rendered: "+t.NotAffected+").")
-	case s.unaffected:
-		w.line(2, "Not affected by this PR.")
 	}
 }
 

@@ -129,7 +129,7 @@ func TestRunPreview(t *testing.T) {
 		{name: "bad config still prints the report, exits 2", args: []string{"--repo", badConfig, "--base", "base", "--head", "head", "--format", "json"},
 			code: exitError, rules: []string{"config-error", "config-error"}, stderr: ".driftpreview.yaml:7: ignore[0].reason"},
 		{name: "an untouched target is not affected", args: []string{"--repo", clean, "--base", "base", "--head", "head", "--kubeconfig", unreachable},
-			code: exitOK, stdout: "Not affected by this PR (not rendered: none of the files it is rendered from changes)"},
+			code: exitOK, stdout: "1 target not affected by this PR**: not rendered, none of the files it is rendered from changes."},
 		{name: "target filter", args: []string{"--repo", dataLoss, "--base", "base", "--head", "head", "--target", "nope"},
 			code: exitError, stderr: `no target named "nope"`},
 		{name: "missing head", args: []string{"--repo", clean, "--base", "base"}, code: exitError, stderr: "--base and --head are required"},
