@@ -105,6 +105,12 @@ func (d *differ) skipApply(k render.ObjectKey, mark, what string) {
 // immutable-field error with ApplyOptions.Force, set from the Kustomization's
 // spec.force, or a ForceSelector match deletes the object and applies it again).
 func (d *differ) replacedBy(k render.ObjectKey) string {
+	if a := d.opts.Argo; a != nil {
+		// The object's Force=true (ArgoSync.Recreates).
+		head, live := d.objects(k)
+		by, _ := a.Recreates(k, head, live)
+		return by
+	}
 	if d.fluxKustomize() {
 		var live *unstructured.Unstructured
 		if d.liveOK {

@@ -204,6 +204,20 @@ func quantityDecreases(path string) func(head, ref, _ *unstructured.Unstructured
 	}
 }
 
+// objects are k's head object and what it updates: its live object when live
+// was read, else its base render (as checkImmutable compares).
+func (d *differ) objects(k render.ObjectKey) (head, live *unstructured.Unstructured) {
+	if h := d.head[k]; h != nil {
+		head = h.Obj
+	}
+	if d.liveOK {
+		live = d.in.Live.Objects[k]
+	} else if b := d.base[k]; b != nil {
+		live = b.Obj
+	}
+	return head, live
+}
+
 // immutableFinding reports a refused update. what is the start of the sentence,
 // such as "`/spec/selector` cannot be updated". With Replace on, the controller
 // deletes and recreates the object instead, which is a warning (and data-loss for
@@ -213,15 +227,27 @@ func (d *differ) immutableFinding(k render.ObjectKey, path, what string) {
 	by := d.replacedBy(k)
 	if by == "" {
 		f.Message = fmt.Sprintf("%s, so the sync will fail until the %s is recreated.", what, k.Kind)
+		if a := d.opts.Argo; a != nil {
+			// kubectl replace is a PUT, which the API refuses alike (a
+			// replace dry-run proves it: TestArgoReplaceRefusedByServer).
+			head, live := d.objects(k)
+			if from, ok := a.Replaces(k, head, live); ok {
+				f.Message = fmt.Sprintf("%s, and %s makes %s replace the %s (kubectl replace, a PUT), which the API refuses alike: the sync will fail until the %s is recreated (add `Force=true` to the object's %s to delete and recreate it).",
+					what, from, d.who(), k.Kind, k.Kind, code(ArgoSyncOptionsAnnotation))
+			}
+		}
 		d.add(f)
 		return
 	}
 	f.Severity = SeverityWarning
-	if d.fluxKustomize() {
+	switch {
+	case d.fluxKustomize():
 		// kustomize-controller deletes it (background propagation) and applies
 		// it again (fluxcd/pkg ssa/manager_apply.go ApplyAll).
 		f.Message = fmt.Sprintf("%s, so %s makes %s delete the %s and create it again", what, by, d.who(), k.Kind)
-	} else {
+	case d.opts.Argo != nil:
+		f.Message = fmt.Sprintf("%s, so it is replaced: %s makes %s delete the %s and recreate it", what, by, d.who(), k.Kind)
+	default:
 		f.Message = fmt.Sprintf("%s, so it is replaced: %s deletes the %s and recreates it", what, d.who(), k.Kind)
 	}
 	switch {

@@ -41,6 +41,10 @@ type Options struct {
 	// deletes what it deployed"); head is then empty and Prune says whether the
 	// deletion cascades. It leads every prune and orphan message of the target.
 	Removal string
+	// Argo, for a target an Argo CD Application deploys, holds its sync options
+	// and policy: they and the objects' sync-options annotations decide prunes,
+	// cascade deletions and replaces (ArgoSync). Nil for other controllers.
+	Argo *ArgoSync
 }
 
 // DefaultOptions is prune on, manager "driftpreview", and the default policy.
@@ -119,6 +123,11 @@ type LiveState struct {
 	Children map[render.ObjectKey]Children
 	// Volumes maps a PVC key to its bound PersistentVolume.
 	Volumes map[render.ObjectKey]*unstructured.Unstructured
+	// Owners maps a head key whose live object carries another GitOps
+	// controller object's tracking marks to that controller object's key (an
+	// Argo CD Application by its tracking id, a Flux Kustomization by its owner
+	// labels): the object is shared (RuleSharedResource).
+	Owners map[render.ObjectKey]render.ObjectKey
 }
 
 // Prediction is the result of applying one head object onto the live cluster.

@@ -64,8 +64,17 @@ func (d *differ) checkRemoved() {
 		if renamed {
 			d.renameFinding(k, newKey, stateful)
 		}
-		protect := protection(baseObj)
-		if protect == "" {
+		var argo argoRemoval
+		var protect string
+		if d.opts.Argo != nil {
+			// Argo CD's own rules (ArgoSync.removal): sync options, not the
+			// Helm or Flux annotations, decide a prune.
+			argo = d.opts.Argo.removal(k, d.opts.Removal != "", baseObj, live)
+			protect = argo.keep
+			if argo.later != "" && d.argoSyncsAnyway(gone) {
+				argo.later = "" // another change starts the sync, which prunes it
+			}
+		} else if protect = protection(baseObj); protect == "" {
 			protect = protection(live)
 		}
 		if protect == "" {
@@ -83,7 +92,12 @@ func (d *differ) checkRemoved() {
 		}
 		if !d.opts.Prune || protect != "" {
 			msg := "Removed from git, but prune is off: it keeps running unmanaged."
+			if d.opts.Argo != nil && !d.opts.Argo.Automated {
+				msg = "Removed from git. The Application has no automated sync: nothing happens until someone syncs, and a sync without the prune option leaves it running unmanaged (a sync with prune deletes it)."
+			}
 			switch {
+			case d.opts.Prune && d.opts.Removal != "":
+				msg = fmt.Sprintf("%s, but %s keeps this object: it keeps running unmanaged.", d.opts.Removal, protect)
 			case d.opts.Prune:
 				msg = fmt.Sprintf("Removed from git, but %s protects it from prune: it keeps running unmanaged.", protect)
 			case d.opts.Removal != "":
@@ -110,6 +124,7 @@ func (d *differ) checkRemoved() {
 		if stateful && k.Kind == "PersistentVolumeClaim" && k.Group == "" {
 			msg = strings.TrimSuffix(msg, ".") + ", and the claim's volume is released."
 		}
+		msg = argo.message(msg, d.who())
 		d.add(Finding{Rule: rule, Key: k, Message: msg})
 		if live != nil {
 			c.LiveAction = ActionDeleted
@@ -573,4 +588,31 @@ func mapStrings(v any, f func(string) string) any {
 		return f(x)
 	}
 	return v
+}
+
+// argoSyncsAnyway says whether the PR makes the Application OutOfSync by more
+// than removing objects marked IgnoreExtraneous: a created or modified object, or
+// a removed one without the mark (argo-cd controller/state.go). Its automated
+// sync then starts, and prunes the marked ones too.
+func (d *differ) argoSyncsAnyway(gone []render.ObjectKey) bool {
+	for k, c := range d.changes {
+		switch c.Action {
+		case ActionCreated, ActionModified:
+			return true
+		}
+		if !slices.Contains(gone, k) {
+			continue
+		}
+		var live, base *unstructured.Unstructured
+		if d.liveOK {
+			live = d.in.Live.Objects[k]
+		}
+		if b := d.base[k]; b != nil {
+			base = b.Obj
+		}
+		if (live != nil || !d.liveOK) && !argoIgnoresExtraneous(live, base) {
+			return true
+		}
+	}
+	return false
 }

@@ -94,6 +94,10 @@ const (
 	// RuleHashRotation is a kustomize generator's ConfigMap or Secret under a new
 	// content-hash name: kustomize rewrites the references, so nothing breaks.
 	RuleHashRotation Rule = "hash-rotation"
+	// RuleSharedResource is an object that two GitOps controller objects deploy
+	// (two Applications or Kustomizations of the PR, or one of the PR and the
+	// live owner its tracking marks name): each overwrites the other's apply.
+	RuleSharedResource Rule = "shared-resource"
 )
 
 // DefaultSeverity is each rule's severity before policy.severity overrides it.
@@ -118,6 +122,7 @@ var DefaultSeverity = map[Rule]Severity{
 	RuleControllerMissing: SeverityWarning,
 	RuleNotRendered:       SeverityInfo,
 	RuleApplyError:        SeverityError,
+	RuleSharedResource:    SeverityWarning, // error under Argo CD FailOnSharedResource=true
 }
 
 // Finding is one risk, stated as a sentence about one object. Message never holds a
@@ -221,6 +226,10 @@ type Controller struct {
 	// (create-only, create-update) does not let its controller delete an
 	// Application it no longer generates.
 	GeneratorKeeps bool `json:"-"`
+	// Argo holds an Argo CD Application's sync options and policy as the head
+	// declares them (the base's when the head does not): what the controller
+	// does after the merge (Options.Argo).
+	Argo *ArgoSync `json:"-"`
 }
 
 // TargetReport is everything found for one target.
@@ -246,6 +255,10 @@ type TargetReport struct {
 	// has no changes, and no live comparison was made for it.
 	NotAffected string   `json:"notAffected,omitempty"`
 	Worst       Severity `json:"worst"`
+	// LiveOwners are the other GitOps controller objects that live head objects
+	// are tracked by (LiveState.Owners), for the pipeline's shared-resource
+	// findings across targets.
+	LiveOwners map[render.ObjectKey]render.ObjectKey `json:"-"`
 }
 
 // Report is the whole result of one preview: what the comment and the check show.

@@ -21,11 +21,21 @@ func (c *Config) DiffOptions(t Target) diffing.Options {
 	if t.Sync.Manager != "" {
 		o.Manager = t.Sync.Manager
 	}
+	if t.Controller != nil && t.Controller.Argo != nil {
+		a := *t.Controller.Argo
+		a.Options = slices.Clone(a.Options)
+		o.Argo = &a
+	}
 	if c != nil {
 		o.StatefulKinds = slices.Clone(c.StatefulKinds)
 		o.HumanManagers = slices.Clone(c.HumanManagers)
 		o.Policy = diffing.Policy{Fail: slices.Clone(c.Policy.Fail), Severity: maps.Clone(c.Policy.Severity)}
 		o.Ignore = slices.Clone(c.Ignore)
+	}
+	if !o.Argo.RespectsIgnores() {
+		// An Application's ignoreDifferences, which its sync does not respect:
+		// they hide nothing the merge does (ArgoSync.RespectsIgnores).
+		return o
 	}
 	o.Ignore = append(o.Ignore, t.Ignore...)
 	return o

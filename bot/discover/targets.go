@@ -118,6 +118,14 @@ func FromControllers(ctx context.Context, baseDir, headDir string, opts gitops.O
 				targets = append(targets, t)
 				continue
 			}
+			if b := &targets[at[k]]; dir == headDir && b.Controller != nil && t.Controller != nil && t.Controller.Argo != nil {
+				// Argo CD syncs with the options the head declares once the
+				// merge reaches the Application (a PR that turns on
+				// ServerSideApply or Replace changes how this sync applies).
+				c := *b.Controller
+				c.Argo = t.Controller.Argo
+				b.Controller = &c
+			}
 			if b := &targets[at[k]]; dir == headDir && b.Skip == "" && t.Skip == "" &&
 				(b.Path != t.Path || !reflect.DeepEqual(b.Render, t.Render) || !maps.Equal(b.Substitute, t.Substitute)) {
 				b.HeadSide = &config.HeadSide{Path: t.Path, Render: t.Render, Substitute: t.Substitute}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/strvals"
@@ -188,10 +189,17 @@ func (d *discovery) argoTargets(m *manifest) (targets, notRendered []config.Targ
 	if !ctrl.AutoSync {
 		base.Notes = append(base.Notes, "no automated sync policy: this target reaches the cluster only when someone syncs the Application")
 	}
+	ctrl.Argo = &diffing.ArgoSync{Options: slices.Clone(syncOpts), Automated: ctrl.AutoSync}
+	base.Notes = append(base.Notes, argoOptionNotes(syncOpts, ctrl.AutoSync)...)
 	base.Sync = sync
 	ctrl.Prune, ctrl.SelfHeal, ctrl.Replace = sync.Prune, sync.SelfHeal, sync.Replace
 
-	// ignoreDifferences.
+	// ignoreDifferences. They hide differences from Argo CD's diff (the sync
+	// status), but a sync applies the manifest as it is unless
+	// RespectIgnoreDifferences=true copies the live values of the ignored fields
+	// into it first (argo-cd controller/sync.go normalizeTargetResources;
+	// docs/user-guide/sync-options.md): only then does the merge leave them.
+	// The pipeline applies these rules only then (config.DiffOptions).
 	reason := fmt.Sprintf("Argo CD ignoreDifferences in %s", m.File)
 	for _, e := range app.Spec.IgnoreDifferences {
 		if len(e.JSONPointers) > 0 {
@@ -630,4 +638,30 @@ func (d *discovery) argoEnableOCI(u string) (bool, string) {
 		return stringData(best)["enableOCI"] == "true", "repo-creds Secret " + nsName(best.Namespace, best.Name)
 	}
 	return false, "no such Secret is in this repository"
+}
+
+// argoOptionNotes says what the Application's sync options do that no finding
+// shows (gitops-engine pkg/sync/sync_context.go, argo-cd controller/sync.go and
+// docs/user-guide/sync-options.md).
+func argoOptionNotes(opts []string, automated bool) []string {
+	var notes []string
+	for _, o := range opts {
+		switch o {
+		case "Force=true":
+			if automated {
+				// appcontroller.go autoSync builds an operation without a
+				// sync strategy; applyObject reads Force=true from objects only.
+				notes = append(notes, "syncOptions Force=true: an automated sync does not read it from the Application (only from an object's argocd.argoproj.io/sync-options annotation), so objects are not deleted and recreated")
+			}
+		case "Prune=confirm":
+			notes = append(notes, "syncOptions Prune=confirm: a sync that prunes waits until someone confirms the deletion")
+		case "Delete=false":
+			notes = append(notes, "syncOptions Delete=false: deleting the Application leaves what it deployed in place")
+		case "Delete=confirm":
+			notes = append(notes, "syncOptions Delete=confirm: deleting the Application waits until someone confirms the deletion of what it deployed")
+		case "PrunePropagationPolicy=orphan", "PrunePropagationPolicy=background":
+			notes = append(notes, fmt.Sprintf("syncOptions %s: pruned objects are deleted with that propagation policy (the default is foreground)", o))
+		}
+	}
+	return notes
 }

@@ -310,6 +310,15 @@ var gitopsCases = []gitopsCase{
 				"head/argocd/g04-web.yaml": {ignoreReplicas, ""},
 			},
 			must: []string{"field-conflict Deployment/g04/web /spec/replicas kube-controller-manager"},
+		}, {
+			// Without RespectIgnoreDifferences=true ignoreDifferences hide the
+			// field from Argo CD's diff only: the sync the image change starts
+			// applies replicas as git has it (argo-cd controller/sync.go).
+			name: "without-respect-ignore-differences",
+			edits: map[string][2]string{
+				"head/argocd/g04-web.yaml": {"      - RespectIgnoreDifferences=true\n", "      - PruneLast=true\n"},
+			},
+			must: []string{"field-conflict Deployment/g04/web /spec/replicas kube-controller-manager"},
 		}},
 	},
 	{
@@ -326,8 +335,8 @@ var gitopsCases = []gitopsCase{
 		mustNot: []string{"apply-error"},
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
 			for _, f := range targetNamed(t, rep, "g06-web").Findings {
-				if f.Rule == diffing.RuleImmutableField && (f.Severity != diffing.SeverityWarning || !strings.Contains(f.Message, "so it is replaced")) {
-					t.Errorf("with Replace=true the selector change is a replace warning; got %s: %s", f.Severity, f.Message)
+				if f.Rule == diffing.RuleImmutableField && (f.Severity != diffing.SeverityWarning || !strings.Contains(f.Message, "so it is replaced: `argocd.argoproj.io/sync-options: Force=true` makes")) {
+					t.Errorf("with Replace=true and Force=true the selector change is a replace warning naming Force=true; got %s: %s", f.Severity, f.Message)
 				}
 			}
 			wantController(t, js, "g06-web", map[string]any{
@@ -336,10 +345,30 @@ var gitopsCases = []gitopsCase{
 			})
 		},
 		variants: []gitopsVariant{{
-			name: "without-replace",
+			// Replace=true alone is kubectl replace, a PUT the API refuses
+			// for an immutable field (TestArgoReplaceDryRun): the sync fails.
+			name: "replace-without-force",
+			edits: map[string][2]string{
+				"base/apps/g06-web/deployment.yaml": {"    argocd.argoproj.io/sync-options: Force=true\n", ""},
+				"head/apps/g06-web/deployment.yaml": {"    argocd.argoproj.io/sync-options: Force=true\n", ""},
+			},
+			must:    []string{"immutable-field Deployment/g06/web /spec/selector"},
+			failing: true,
+		}, {
+			// Force=true with a client-side apply is kubectl apply --force,
+			// which deletes and recreates what the API refuses to patch.
+			name: "force-without-replace",
 			edits: map[string][2]string{
 				"base/argocd/g06-web.yaml": {"    syncOptions:\n      - Replace=true\n", ""},
 				"head/argocd/g06-web.yaml": {"    syncOptions:\n      - Replace=true\n", ""},
+			},
+			must: []string{"immutable-field Deployment/g06/web /spec/selector"},
+		}, {
+			// A server-side apply never recreates, Force=true or not; the
+			// head's sync options decide.
+			name: "force-with-server-side-apply",
+			edits: map[string][2]string{
+				"head/argocd/g06-web.yaml": {"      - Replace=true\n", "      - ServerSideApply=true\n"},
 			},
 			must:    []string{"immutable-field Deployment/g06/web /spec/selector"},
 			failing: true,
@@ -358,6 +387,164 @@ var gitopsCases = []gitopsCase{
 			// The list generator's Application is rendered next to it.
 			wantChange(t, rep, "g07-web", "ConfigMap/g07/web-config", diffing.ActionModified, diffing.ActionModified)
 		},
+	},
+	// Issue 24: Argo CD's prune options (gitops-engine sync_context.go
+	// pruneObject, isPruningDisabled, objRequiresPruneConfirmation): Prune=false
+	// keeps, Prune=confirm waits, helm.sh/resource-policy: keep does not stop a
+	// prune, IgnoreExtraneous does not when other changes start the sync, and
+	// PrunePropagationPolicy=orphan leaves what a pruned Deployment owns.
+	{
+		name: "08-argo-prune-options",
+		must: []string{
+			"orphan ConfigMap/g08/protected",
+			"prune ConfigMap/g08/confirmed",
+			"prune ConfigMap/g08/generated",
+			"prune ConfigMap/g08/helm-kept",
+			"prune Deployment/g08/worker",
+		},
+		mustNot: []string{"orphan ConfigMap/g08/helm-kept", "prune ConfigMap/g08/protected"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantMessage(t, rep, "g08-web", "ConfigMap/g08/protected", "`argocd.argoproj.io/sync-options: Prune=false` protects it from prune")
+			wantMessage(t, rep, "g08-web", "ConfigMap/g08/confirmed", "once someone confirms it: with `argocd.argoproj.io/sync-options: Prune=confirm`")
+			wantMessage(t, rep, "g08-web", "Deployment/g08/worker", "the Application's sync option `PrunePropagationPolicy=orphan`")
+			for _, f := range targetNamed(t, rep, "g08-web").Findings {
+				if f.Key.Name == "generated" && strings.Contains(f.Message, "not at once") {
+					t.Errorf("the other removals start the sync, which prunes generated at once: %s", f.Message)
+				}
+			}
+			wantChange(t, rep, "g08-web", "ConfigMap/g08/protected", diffing.ActionDeleted, diffing.ActionUnchanged)
+			wantChange(t, rep, "g08-web", "ConfigMap/g08/helm-kept", diffing.ActionDeleted, diffing.ActionDeleted)
+		},
+		variants: []gitopsVariant{{
+			// The Application's Prune=false is the default the objects'
+			// annotations override (Prune=confirm on confirmed).
+			name: "application-prune-false",
+			edits: map[string][2]string{
+				"head/argocd/g08-web.yaml": {"      - PrunePropagationPolicy=orphan\n", "      - Prune=false\n"},
+			},
+			must:    []string{"orphan ConfigMap/g08/helm-kept", "orphan Deployment/g08/worker", "prune ConfigMap/g08/confirmed"},
+			mustNot: []string{"prune ConfigMap/g08/helm-kept", "prune Deployment"},
+		}},
+	},
+	// Issue 24: a removal of an IgnoreExtraneous object alone leaves the
+	// Application Synced (controller/state.go), so no automated sync starts.
+	{
+		name: "09-argo-ignore-extraneous",
+		must: []string{"prune ConfigMap/g09/generated"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantMessage(t, rep, "g09-web", "ConfigMap/g09/generated", "but not at once: `argocd.argoproj.io/compare-options: IgnoreExtraneous` keeps the Application Synced")
+		},
+	},
+	// Issue 24: an Application without automated sync: the report says what a
+	// sync does, and a plain manual sync does not prune.
+	{
+		name: "10-argo-manual-sync",
+		must: []string{"orphan ConfigMap/g10/old-flags"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantMessage(t, rep, "g10-web", "ConfigMap/g10/old-flags", "a sync without the prune option leaves it running unmanaged (a sync with prune deletes it)")
+			wantChange(t, rep, "g10-web", "ConfigMap/g10/web-config", diffing.ActionModified, diffing.ActionModified)
+			wantNote(t, targetNamed(t, rep, "g10-web").Notes, "no automated sync policy: this target reaches the cluster only when someone syncs the Application")
+		},
+	},
+	// Issue 24: what a cascade deletion of an Application keeps
+	// (controller/appcontroller.go shouldBeDeleted): Delete=false, Helm's keep
+	// and CRDs stay; Prune=false does not count; Delete=confirm waits.
+	{
+		name: "11-argo-delete-options",
+		must: []string{
+			"prune-cascade Application/argocd/g11-gone",
+			"prune Application/argocd/g11-gone",
+			"prune ConfigMap/g11/settings",
+			"prune ConfigMap/g11/no-prune",
+			"orphan ConfigMap/g11/retained",
+			"orphan ConfigMap/g11/chart-kept",
+			"orphan CustomResourceDefinition/gadgets.g11.example.com",
+		},
+		mustNot: []string{"prune-stateful", "controller-missing", "web-config"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantMessage(t, rep, "g11-gone", "ConfigMap/g11/settings", "once someone confirms it: with the Application's sync option `Delete=confirm`")
+			wantMessage(t, rep, "g11-gone", "ConfigMap/g11/retained", "but `argocd.argoproj.io/sync-options: Delete=false` keeps this object")
+			wantMessage(t, rep, "g11-gone", "CustomResourceDefinition/gadgets.g11.example.com", "Argo CD (it never deletes a CRD with an Application) keeps this object")
+			wantChange(t, rep, "g11-gone", "ConfigMap/g11/retained", diffing.ActionDeleted, diffing.ActionUnchanged)
+			wantChange(t, rep, "g11-gone", "ConfigMap/g11/no-prune", diffing.ActionDeleted, diffing.ActionDeleted)
+		},
+	},
+	// Issue 24, item 4: an object two Applications deploy, and one whose live
+	// tracking id names an Application of another repository. g12-a fails its
+	// sync (FailOnSharedResource=true, controller/sync.go).
+	{
+		name: "12-argo-shared-resource",
+		must: []string{
+			"shared-resource ConfigMap/g12/shared-settings",
+			"shared-resource ConfigMap/g12/team-quota",
+		},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			a := findingOf(t, rep, "g12-a", diffing.RuleSharedResource, "ConfigMap/g12/shared-settings")
+			if a.Severity != diffing.SeverityError || !strings.Contains(a.Message, "Argo CD Application `argocd/g12-b` (target g12-b)") || !strings.Contains(a.Message, "FailOnSharedResource=true") {
+				t.Errorf("g12-a: want an error naming g12-b and FailOnSharedResource; got %s: %s", a.Severity, a.Message)
+			}
+			b := findingOf(t, rep, "g12-b", diffing.RuleSharedResource, "ConfigMap/g12/shared-settings")
+			if b.Severity != diffing.SeverityWarning || !strings.Contains(b.Message, "Argo CD Application `argocd/g12-a` (target g12-a)") {
+				t.Errorf("g12-b: want a warning naming g12-a; got %s: %s", b.Severity, b.Message)
+			}
+			q := findingOf(t, rep, "g12-b", diffing.RuleSharedResource, "ConfigMap/g12/team-quota")
+			if !strings.Contains(q.Message, "tracked by Argo CD Application `argocd/g12-platform`") {
+				t.Errorf("team-quota must name its live owner: %s", q.Message)
+			}
+		},
+		variants: []gitopsVariant{{
+			// The object moves from g12-a to g12-b: not shared.
+			name: "moved",
+			edits: map[string][2]string{
+				"head/apps/g12-a/shared-settings.yaml": {"name: shared-settings", "name: a-settings"},
+			},
+			must:    []string{"shared-resource ConfigMap/g12/team-quota"},
+			mustNot: []string{"shared-resource ConfigMap/g12/shared-settings"},
+		}},
+	},
+	// Issue 24, item 4: the same with two Flux Kustomizations (their owner
+	// labels, fluxcd/pkg ssa SetOwnerLabels).
+	{
+		name: "13-flux-shared-resource",
+		must: []string{
+			"shared-resource LimitRange/g13/defaults",
+			"shared-resource ResourceQuota/g13/quota",
+		},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			a := findingOf(t, rep, "g13-a", diffing.RuleSharedResource, "LimitRange/g13/defaults")
+			if !strings.Contains(a.Message, "Flux Kustomization `flux-system/g13-b` (target g13-b)") {
+				t.Errorf("g13-a must name g13-b: %s", a.Message)
+			}
+			q := findingOf(t, rep, "g13-b", diffing.RuleSharedResource, "ResourceQuota/g13/quota")
+			if !strings.Contains(q.Message, "tracked by Flux Kustomization `flux-system/infra`") {
+				t.Errorf("quota must name its live owner: %s", q.Message)
+			}
+		},
+	},
+	// Issue 24: argocd-cm's system-wide ignoreDifferences (a group_kind key and
+	// .all), respected by the sync (RespectIgnoreDifferences=true): the HPA's
+	// replicas and flag-operator's flag stay. Argo CD runs in g14-argocd, whose
+	// argocd-cm no other scenario reads.
+	{
+		name:    "14-argo-argocd-cm-ignore",
+		mustNot: []string{"/spec/replicas", "CHECKOUT_V2"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			if tr := targetNamed(t, rep, "g14-web"); tr.Summary.IgnoredFindings < 2 {
+				t.Errorf("g14-web: summary.ignoredFindings = %d, want the replicas and flag conflicts counted as ignored", tr.Summary.IgnoredFindings)
+			}
+		},
+		variants: []gitopsVariant{{
+			name: "without-respect-ignore-differences",
+			edits: map[string][2]string{
+				"head/argocd/g14-web.yaml": {"      - RespectIgnoreDifferences=true\n", "      - PruneLast=true\n"},
+			},
+			must: []string{
+				"field-conflict Deployment/g14/web /spec/replicas kube-controller-manager",
+				"field-conflict ConfigMap/g14/flags /data/CHECKOUT_V2 flag-operator",
+			},
+		}},
 	},
 	// Issue 9, defect 10: an app of apps drops a child Application that carries
 	// Argo CD's resources finalizer; its directory stays in the repository.
@@ -518,8 +705,9 @@ var gitopsCases = []gitopsCase{
 	// StatefulSet and drops the CRD (a template of the chart, so part of the
 	// release) while a Widget exists.
 	{
-		name:    "50-flux-helmrepo-chart-bump",
-		must:    []string{"rename StatefulSet/g50/db", "prune-cascade CustomResourceDefinition/widgets.g50.example.com"},
+		name: "50-flux-helmrepo-chart-bump",
+		must: []string{"rename StatefulSet/g50/db", "prune-cascade CustomResourceDefinition/widgets.g50.example.com",
+			"prune-stateful StatefulSet/g50/db", "prune-stateful CustomResourceDefinition/widgets.g50.example.com"},
 		failing: true,
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
 			tr := targetNamed(t, rep, "g50-db")
@@ -547,8 +735,9 @@ var gitopsCases = []gitopsCase{
 	},
 	// The same bump through an Argo CD Application's chart + targetRevision.
 	{
-		name:    "51-argo-helmrepo-chart-bump",
-		must:    []string{"rename StatefulSet/g51/db", "prune-cascade CustomResourceDefinition/gadgets.g51.example.com"},
+		name: "51-argo-helmrepo-chart-bump",
+		must: []string{"rename StatefulSet/g51/db", "prune-cascade CustomResourceDefinition/gadgets.g51.example.com",
+			"prune-stateful StatefulSet/g51/db", "prune-stateful CustomResourceDefinition/gadgets.g51.example.com"},
 		failing: true,
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
 			tr := targetNamed(t, rep, "g51-db")
@@ -569,8 +758,9 @@ var gitopsCases = []gitopsCase{
 	// 1.0.0 → 2.0.0 renames the StatefulSet and drops the CRD the Kustomization
 	// applied, while a Widget exists; the inventory holds both.
 	{
-		name:    "80-flux-ocirepository-tag-bump",
-		must:    []string{"rename StatefulSet/g80/db", "prune-cascade CustomResourceDefinition/widgets.g80.example.com"},
+		name: "80-flux-ocirepository-tag-bump",
+		must: []string{"rename StatefulSet/g80/db", "prune-cascade CustomResourceDefinition/widgets.g80.example.com",
+			"prune-stateful StatefulSet/g80/db", "prune-stateful CustomResourceDefinition/widgets.g80.example.com"},
 		failing: true,
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
 			tr := targetNamed(t, rep, "g80-db")
@@ -646,7 +836,7 @@ var gitopsCases = []gitopsCase{
 	// fetched and rendered.
 	{
 		name:    "82-argo-remote-base-ref-bump",
-		must:    []string{"rename StatefulSet/g82/db"},
+		must:    []string{"rename StatefulSet/g82/db", "prune-stateful StatefulSet/g82/db"},
 		mustNot: []string{"not-rendered"},
 		failing: true,
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
@@ -665,8 +855,9 @@ var gitopsCases = []gitopsCase{
 	// at base and head; the PR bumps the locked version 1.0.0 → 2.0.0, which
 	// renames the StatefulSet and drops the CRD while a Gizmo exists.
 	{
-		name:    "83-argo-unvendored-dependency-bump",
-		must:    []string{"rename StatefulSet/g83/app-db", "prune-cascade CustomResourceDefinition/gizmos.g83.example.com"},
+		name: "83-argo-unvendored-dependency-bump",
+		must: []string{"rename StatefulSet/g83/app-db", "prune-cascade CustomResourceDefinition/gizmos.g83.example.com",
+			"prune-stateful StatefulSet/g83/app-db", "prune-stateful CustomResourceDefinition/gizmos.g83.example.com"},
 		mustNot: []string{"not-rendered", "ConfigMap/g83/app-settings"},
 		failing: true,
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
@@ -1137,6 +1328,33 @@ func assertFindings(t *testing.T, rep *diffing.Report, must, mustNot []string, f
 	if rep.Failing != failing {
 		t.Errorf("report failing = %v, want %v; findings:\n  %s", rep.Failing, failing, strings.Join(got, "\n  "))
 	}
+}
+
+// findingOf is target's finding of rule on key ("Kind/ns/name").
+func findingOf(t *testing.T, rep *diffing.Report, target string, rule diffing.Rule, key string) diffing.Finding {
+	t.Helper()
+	for _, f := range targetNamed(t, rep, target).Findings {
+		if f.Rule == rule && f.Key.String() == key {
+			return f
+		}
+	}
+	t.Errorf("%s: no %s finding on %s", target, rule, key)
+	return diffing.Finding{}
+}
+
+// wantMessage checks that target has a finding on key whose message holds text.
+func wantMessage(t *testing.T, rep *diffing.Report, target, key, text string) {
+	t.Helper()
+	var got []string
+	for _, f := range targetNamed(t, rep, target).Findings {
+		if f.Key.String() == key {
+			if strings.Contains(f.Message, text) {
+				return
+			}
+			got = append(got, string(f.Rule)+": "+f.Message)
+		}
+	}
+	t.Errorf("%s %s: no finding says %q; got %q", target, key, text, got)
 }
 
 func targetNamed(t *testing.T, rep *diffing.Report, name string) diffing.TargetReport {

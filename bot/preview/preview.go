@@ -310,6 +310,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	rep.Notes = append(rep.Notes, notes...)
 	createdByMerge(rep)
 	renamesAdopt(rep, targets)
+	sharedResources(rep, targets)
 	dedupeDeprecations(rep)
 	diffing.Finish(rep, cfg.Policy)
 	endCompare()
@@ -509,6 +510,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	var lr liveRead
 	if cl != nil && in.HeadErr == nil {
 		lr = p.live(ctx, cl, t, &in, opts)
+		opts.Ignore = append(opts.Ignore, lr.ignore...)
 		p.req.progress().LiveRead(t.Name)
 		in.Live = lr.state
 		if st := in.Live; st != nil && len(adopted) > 0 {
@@ -523,6 +525,9 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 		identify(&in, t, nil)
 	}
 	tr := diffing.Diff(in, opts)
+	if in.Live != nil {
+		tr.LiveOwners = in.Live.Owners
+	}
 	p.markPreExisting(ctx, &tr, in, opts, lr)
 	tr.Controller = t.Controller
 	if lr.suspended {
@@ -562,6 +567,10 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 		}
 	}
 	tr.Notes = append(tr.Notes, t.Notes...)
+	if c := t.Controller; c != nil && c.Argo != nil && !c.Argo.RespectsIgnores() && len(t.Ignore) > 0 {
+		tr.Notes = append(tr.Notes, fmt.Sprintf("ignoreDifferences in %s hide fields from Argo CD's diff only: without the sync option RespectIgnoreDifferences=true a sync applies them as git has them, so the findings on them are shown.", c.Source))
+	}
+	tr.Notes = append(tr.Notes, lr.notes...)
 	if len(adopted) > 0 {
 		next := p.renamed[discover.Key(t)]
 		tr.Notes = append(tr.Notes, fmt.Sprintf("Application %s is renamed to %s by this PR. Without Argo CD's resources finalizer, deleting it leaves what it deployed in place, and %s adopts the %d objects it deploys too: their changes are shown under target %s.",
@@ -584,6 +593,11 @@ type liveRead struct {
 	// suspended is true when the Flux object is suspended in git or live:
 	// no live objects were read.
 	suspended bool
+	// ignore are the ignore rules of the live argocd-cm's ignoreDifferences the
+	// target's Application respects (argoCMIgnores); notes say what else of it
+	// the report should know.
+	ignore []diffing.IgnoreRule
+	notes  []string
 }
 
 // isFlux says whether a Flux controller deploys the target.
@@ -614,9 +628,12 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 	lo.Manager = opts.Manager
 	lo.Cluster = cl.Name
 	lo.Namespace = t.Namespace
+	lo.Argo = opts.Argo
 	var findings []diffing.Finding
 	var note string
 	var argo controller.ArgoSettings
+	var ignore []diffing.IgnoreRule
+	var notes []string
 	var release [2]string
 	if t.Controller != nil {
 		ctrlCluster, why := p.controllerCluster(t, cl)
@@ -633,6 +650,7 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 			}
 			lo.Inventory = st.Inventory
 			argo = st.Argo
+			ignore, notes = argoCMIgnores(st.Argo, opts.Argo)
 			release = [2]string{st.ReleaseChart, st.ReleaseVersion}
 			if isFlux(t.Controller) && (t.Controller.Suspended || st.Suspended) {
 				// A suspended Kustomization or HelmRelease applies no new
@@ -645,7 +663,7 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 		}
 	}
 	lo.Tracking = tracking(t, argo)
-	return liveRead{state: reader.Read(ctx, in.Base, in.Head, lo), findings: findings, note: note, reader: reader, opts: lo, release: release}
+	return liveRead{state: reader.Read(ctx, in.Base, in.Head, lo), findings: findings, note: note, reader: reader, opts: lo, release: release, ignore: ignore, notes: notes}
 }
 
 // markPreExisting marks the findings of tr that already hold at the PR's base, so

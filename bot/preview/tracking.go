@@ -1,6 +1,10 @@
 package preview
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/diffing/live"
@@ -37,4 +41,52 @@ func tracking(t config.Target, argo controller.ArgoSettings) live.Tracking {
 		tr.FluxHelmName, tr.FluxHelmNamespace = t.Controller.Name, t.Controller.Namespace
 	}
 	return tr
+}
+
+// argoCMIgnores turns the live argocd-cm's system-wide ignoreDifferences into
+// ignore rules for a target whose Application syncs with
+// RespectIgnoreDifferences=true: Argo CD then keeps the live values of those
+// fields (controller/sync.go normalizeTargetResources, which normalizes with the
+// Application's and argocd-cm's ignoreDifferences alike). Without it they hide
+// fields from Argo CD's diff only, and a sync applies them as git has them: a
+// note says so. jq paths are not evaluated (a note).
+func argoCMIgnores(cm controller.ArgoSettings, a *diffing.ArgoSync) ([]diffing.IgnoreRule, []string) {
+	var rules []diffing.IgnoreRule
+	var notes []string
+	for _, p := range cm.Problems {
+		notes = append(notes, fmt.Sprintf("argocd-cm in %s: %s; its ignoreDifferences there are not applied", cm.Namespace, p))
+	}
+	if len(cm.IgnoreDifferences) == 0 {
+		return nil, notes
+	}
+	if !a.RespectsIgnores() {
+		var keys []string
+		for _, ig := range cm.IgnoreDifferences {
+			keys = append(keys, ig.Key)
+		}
+		return nil, append(notes, fmt.Sprintf("argocd-cm in %s ignores differences (%s) in Argo CD's diff only: without the sync option RespectIgnoreDifferences=true a sync applies those fields as git has them, so the findings on them are shown", cm.Namespace, strings.Join(keys, ", ")))
+	}
+	star := func(s string) string {
+		if s == "*" {
+			return ""
+		}
+		return s
+	}
+	for _, ig := range cm.IgnoreDifferences {
+		r := diffing.IgnoreRule{Group: star(ig.Group), Kind: star(ig.Kind), Reason: "Argo CD ignoreDifferences in argocd-cm " + ig.Key + ", respected by the sync (RespectIgnoreDifferences=true)", Origin: "argocd-cm " + ig.Key}
+		if len(ig.JSONPointers) > 0 {
+			pr := r
+			pr.Paths = slices.Clone(ig.JSONPointers)
+			rules = append(rules, pr)
+		}
+		if len(ig.ManagedFieldsManagers) > 0 {
+			mr := r
+			mr.Managers = slices.Clone(ig.ManagedFieldsManagers)
+			rules = append(rules, mr)
+		}
+		for _, jq := range ig.JQPathExpressions {
+			notes = append(notes, fmt.Sprintf("jqPathExpressions '%s' in argocd-cm %s is not evaluated by driftpreview; differences there are shown", jq, ig.Key))
+		}
+	}
+	return rules, notes
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// MaskSecrets hides Secret values in Prediction.Object (as diffing.Mask does).
 	// Errors never carry Secret values, whatever this says.
 	MaskSecrets bool
+	// Argo, for a target an Argo CD Application deploys, holds its sync options:
+	// dry-run mode sends an object Argo CD replaces (Replace=true) as the PUT
+	// kubectl replace sends. Nil for other controllers.
+	Argo *diffing.ArgoSync
 	// Reuse, when set, is an earlier Read of the same Reader with the same
 	// options otherwise; its predictions are taken where the apply is the same.
 	Reuse *Reuse

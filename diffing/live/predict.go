@@ -326,6 +326,9 @@ func (st *read) dryRun(ctx context.Context, j job) diffing.Prediction {
 	}
 	obj, err := ri.Apply(ctx, j.head.GetName(), j.head, opts)
 	var p diffing.Prediction
+	if _, replace := st.opts.Argo.Replaces(j.key, j.head, j.live); replace {
+		return st.dryRunReplace(ctx, ri, j, err)
+	}
 	if err != nil {
 		conflicts, ok := conflictsFrom(err, j.live, j.head)
 		if !ok {
@@ -344,6 +347,36 @@ func (st *read) dryRun(ctx context.Context, j job) diffing.Prediction {
 			r.Conflicts = p.Conflicts
 			return r
 		}
+	}
+	p.Object = obj
+	return p
+}
+
+// dryRunReplace asks the apiserver what Argo CD's Replace=true does to an object
+// that exists: kubectl replace, a PUT of head at the live resourceVersion
+// (gitops-engine sync_context.go applyObject, ReplaceResource), as a dry run.
+// The PUT refuses an immutable change as an update does; when Force=true would
+// delete and recreate it instead, diffing says so (ArgoSync.Recreates). The
+// conflicts are those of the server-side apply tried first (applyErr), so that
+// both live modes name the fields the replace overwrites.
+func (st *read) dryRunReplace(ctx context.Context, ri dynamic.ResourceInterface, j job, applyErr error) diffing.Prediction {
+	var p diffing.Prediction
+	if applyErr != nil {
+		if conflicts, ok := conflictsFrom(applyErr, j.live, j.head); ok {
+			csa, err := clientSideManagers(j.live)
+			if err != nil {
+				return diffing.Prediction{Err: st.applyError("dry-run replace of", j.key, err)}
+			}
+			p.Conflicts = slices.DeleteFunc(conflicts, func(c diffing.Conflict) bool { return csa.Has(c.Manager) })
+		}
+	}
+	u := j.head.DeepCopy()
+	u.SetResourceVersion(j.live.GetResourceVersion())
+	obj, err := ri.Update(ctx, u, metav1.UpdateOptions{FieldManager: st.opts.Manager, DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		r := st.refused("dry-run replace of", j.key, err)
+		r.Conflicts = p.Conflicts
+		return r
 	}
 	p.Object = obj
 	return p

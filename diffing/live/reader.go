@@ -283,6 +283,16 @@ func (st *read) run(ctx context.Context, base, head render.ObjectSet) (*diffing.
 		}
 	}
 
+	for _, o := range head.Objects {
+		if u := out.Objects[o.Key]; u != nil {
+			if owner, ok := st.opts.Tracking.foreignOwner(u); ok {
+				if out.Owners == nil {
+					out.Owners = map[render.ObjectKey]render.ObjectKey{}
+				}
+				out.Owners[o.Key] = owner
+			}
+		}
+	}
 	if err := st.children(ctx, base, head, out); err != nil {
 		return nil, err
 	}

@@ -3,10 +3,12 @@ package live
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render"
 )
 
 // The marks GitOps controllers write on what they apply, beside Argo CD's label and
@@ -117,4 +119,34 @@ func truncateArgoLabel(v string) string {
 func isCRD(u *unstructured.Unstructured) bool {
 	gvk := u.GroupVersionKind()
 	return gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition"
+}
+
+// foreignOwner names the GitOps controller object whose tracking marks u carries
+// when that is not this target's: an Argo CD Application by the tracking-id
+// annotation "<app>:<group>/<kind>:<namespace>/<name>" (argo-cd
+// util/argo/resource_tracking.go; <app> is "<namespace>_<name>" outside the
+// namespace Argo CD runs in), or a Flux Kustomization by its owner labels
+// (fluxcd/pkg ssa SetOwnerLabels). The instance label alone is not read: Helm
+// charts set app.kubernetes.io/instance to their release name. Only a target
+// deployed by a controller (t has marks of its own) has foreign owners.
+func (t Tracking) foreignOwner(u *unstructured.Unstructured) (render.ObjectKey, bool) {
+	if t.ArgoApp == "" && t.FluxName == "" && t.FluxHelmName == "" {
+		return render.ObjectKey{}, false
+	}
+	labels, annotations := u.GetLabels(), u.GetAnnotations()
+	if id := annotations[diffing.ArgoCDApplication.TrackingAnnotation]; id != "" {
+		app, _, ok := strings.Cut(id, ":")
+		if ok && app != "" && app != t.ArgoApp {
+			ns, name := diffing.NamespaceArgoCD, app
+			if n, a, ok := strings.Cut(app, "_"); ok {
+				ns, name = n, a
+			}
+			return render.ObjectKey{Group: diffing.GroupArgoCD, Kind: diffing.ArgoCDApplication.Kind, Namespace: ns, Name: name}, true
+		}
+	}
+	g := diffing.FluxKustomization.OwnerLabelGroup
+	if name, ns := labels[g+"/name"], labels[g+"/namespace"]; name != "" && ns != "" && (name != t.FluxName || ns != t.FluxNamespace) {
+		return render.ObjectKey{Group: diffing.GroupFluxKustomize, Kind: diffing.FluxKustomization.Kind, Namespace: ns, Name: name}, true
+	}
+	return render.ObjectKey{}, false
 }

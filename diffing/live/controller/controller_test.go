@@ -331,7 +331,7 @@ data:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Exists || st.Argo != (controller.ArgoSettings{}) {
+	if !st.Exists || cmp.Diff(controller.ArgoSettings{}, st.Argo) != "" {
 		t.Errorf("forbidden argocd-cm: exists %v, settings %+v; want the Application and default settings", st.Exists, st.Argo)
 	}
 }
