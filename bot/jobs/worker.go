@@ -120,6 +120,9 @@ type Options struct {
 	ArgoClusters []gitops.ArgoCluster
 	// Report is the base of the comment options; MaxChars is set per host.
 	Report report.Options
+	// Reports keeps each preview's full report page and gives the link the
+	// comment shows (reports.Store); nil keeps none and links none.
+	Reports ReportPages
 	// StatusTimeout bounds the final status call made after the job's context ended,
 	// and the comment post with its final status, which a cancel does not cut
 	// short (a POST abandoned mid-flight may land after a newer head's post).
@@ -301,7 +304,6 @@ func (j *run) do(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	pages := j.w.opts.CommentPages(rep, j.pr, host.MaxCommentChars())
 	state, outcome := checkState(rep)
 
 	// Post under the PR's lock, after checking no newer head took over, so an
@@ -314,6 +316,11 @@ func (j *run) do(ctx context.Context) (string, error) {
 		j.finish(ctx, bot.StateNeutral, "Superseded", why)
 		return OutcomeSuperseded, nil
 	}
+	// The page is kept under the lock too, so an older head's never replaces a
+	// newer one's.
+	opts := j.w.opts
+	opts.Report.ReportURL = j.publishReport(key, rep)
+	pages := opts.CommentPages(rep, j.pr, host.MaxCommentChars())
 	// A cancel (a newer push) does not cut the post short: a comment POST
 	// abandoned in flight may still land after the newer head's job listed the
 	// comments. It has its own deadline instead.
@@ -334,6 +341,30 @@ func (j *run) do(ctx context.Context) (string, error) {
 		j.w.obs.ReportPosted(j.pr, rep)
 	}
 	return outcome, nil
+}
+
+// ReportPages keeps a pull request's latest full report page and returns the
+// URL that shows it (reports.Store).
+type ReportPages interface {
+	Publish(prKey string, page []byte) (string, error)
+}
+
+// publishReport keeps rep's page for the pull request and returns its link; ""
+// when no store is configured or the page could not be kept (too large, a disk
+// error), which is logged: the comment is posted without the link.
+func (j *run) publishReport(key string, rep *diffing.Report) string {
+	if j.w.opts.Reports == nil {
+		return ""
+	}
+	page, err := report.HTML(rep)
+	if err == nil {
+		var link string
+		if link, err = j.w.opts.Reports.Publish(key, page); err == nil {
+			return link
+		}
+	}
+	j.log.Warn("report page not kept; the comment has no link to it", "error", err)
+	return ""
 }
 
 // DefaultCheckName is the check run (GitHub) and commit status (GitLab) name

@@ -26,10 +26,11 @@ var (
 	pageJS string
 )
 
-// pageCSP lets the page run its own style and script, by their hashes, and
-// nothing else: no fetch, image, frame, form target or other script, so even a
-// value that escaped its escaping could not load or send anything.
-var pageCSP = "default-src 'none'; style-src " + cspHash(pageCSS) + "; script-src " + cspHash(pageJS) +
+// PageCSP is the page's Content-Security-Policy (in its <meta>): its own style
+// and script, by their hashes, and nothing else: no fetch, image, frame, form
+// target or other script, so even a value that escaped its escaping could not
+// load or send anything. A server sending the page sends it as a header too.
+var PageCSP = "default-src 'none'; style-src " + cspHash(pageCSS) + "; script-src " + cspHash(pageJS) +
 	"; img-src data:; form-action 'none'; base-uri 'none'"
 
 func cspHash(s string) string {
@@ -173,7 +174,7 @@ func newHTMLPage(r *diffing.Report) *htmlPage {
 		RunNotes: r.Notes,
 		CSS:      template.CSS(pageCSS),
 		JS:       template.JS(pageJS),
-		CSP:      pageCSP,
+		CSP:      PageCSP,
 	}
 	p.Title = "driftpreview: " + revOrUnknown(shortRev(r.Base, 7)) + " → " + revOrUnknown(shortRev(r.Head, 7))
 	if !r.GeneratedAt.IsZero() {

@@ -65,10 +65,14 @@ type HandlerOptions struct {
 	// SlotWait is how long a delivery waits for a slot before it is answered 503
 	// (default DefaultSlotWait).
 	SlotWait time.Duration
-	Logger   *slog.Logger
+	// Reports, when set, serves the full report pages at GET /reports/{id}
+	// (reports.Store, which checks each link's signature and expiry).
+	Reports http.Handler
+	Logger  *slog.Logger
 }
 
-// Handler serves /webhooks/{host}, /healthz and /readyz. Metrics are served on a
+// Handler serves /webhooks/{host}, /healthz, /readyz and, when configured,
+// /reports/{id}. Metrics are served on a
 // listener of their own (Metrics.Handler).
 type Handler struct {
 	hosts   map[string]WebhookParser
@@ -100,6 +104,9 @@ func NewHandler(hosts map[string]WebhookParser, q Queue, m *Metrics, opts Handle
 	h.mux.HandleFunc("POST /webhooks/{host}", h.webhook)
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { reply(w, http.StatusOK, "ok", "") })
 	h.mux.HandleFunc("GET /readyz", h.ready)
+	if opts.Reports != nil {
+		h.mux.Handle("GET /reports/{id}", opts.Reports)
+	}
 	return h
 }
 

@@ -42,6 +42,7 @@ type Raw struct {
 	CheckoutDir    string             `yaml:"checkoutDir"`
 	LogLevel       string             `yaml:"logLevel"`
 	Remote         remote.Policy      `yaml:"remote"`
+	Reports        RawReports         `yaml:"reports"`
 
 	// file and root say where each key came from, for errors with file and line;
 	// warnings are the remarks of parsing (unknown variables).
@@ -70,6 +71,14 @@ type RawGitLab struct {
 	URL               string `yaml:"url"`
 	TokenFile         string `yaml:"tokenFile"`
 	WebhookSecretFile string `yaml:"webhookSecretFile"`
+}
+
+// RawReports is the reports block as written; see Reports.
+type RawReports struct {
+	URL       string        `yaml:"url"`
+	KeyFile   string        `yaml:"keyFile"`
+	MaxBytes  int64         `yaml:"maxBytes"`
+	Retention time.Duration `yaml:"retention"`
 }
 
 // RawQueue is the queue block as written; see Queue.

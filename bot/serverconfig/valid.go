@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot/github"
 	"github.com/driftpreview/driftpreview/bot/queue"
+	"github.com/driftpreview/driftpreview/bot/reports"
 	"github.com/driftpreview/driftpreview/bot/server"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render/remote"
@@ -59,6 +61,9 @@ type Config struct {
 	// allowed URL prefixes, credentials per prefix from files, timeouts, size
 	// caps and the cache (default <workDir>/remote-cache). Empty allows nothing.
 	Remote remote.Policy
+	// Reports keeps each pull request's full report page and links it from the
+	// comment at a signed, expiring URL under URL; off when URL is empty.
+	Reports Reports
 
 	// Warnings are non-fatal remarks found while loading (an unknown DRIFTPREVIEW_
 	// variable), for the caller to log.
@@ -73,6 +78,26 @@ type Webhooks struct {
 	// and then get 503 with Retry-After (default 8).
 	MaxConcurrent int `yaml:"maxConcurrent"`
 }
+
+// Reports configures the full report pages the bot serves at GET /reports/{id}.
+type Reports struct {
+	// URL is the server's public base URL (https://driftpreview.example.com),
+	// where Listen is reached; the pages are kept and linked only when it is set.
+	URL string
+	// KeyFile holds the key that signs the links (at least 16 bytes); empty
+	// generates one in <workDir>/reports/key, kept across restarts.
+	KeyFile string
+	// Key is read from KeyFile.
+	Key Secret
+	// MaxBytes caps one page (default 20 MiB): a larger one is not kept and the
+	// comment has no link.
+	MaxBytes int64
+	// Retention is how long a page is kept and its link valid (default 720h).
+	Retention time.Duration
+}
+
+// Enabled reports whether report pages are kept and linked.
+func (r Reports) Enabled() bool { return r.URL != "" }
 
 // Metrics configures the metrics listener.
 type Metrics struct {
@@ -190,6 +215,11 @@ const (
 	RescueMargin         = queue.RescueMargin
 	DefaultMaxAttempts   = queue.DefaultMaxAttempts
 	DefaultSweepInterval = server.DefaultSweepInterval
+	// DefaultReportMaxBytes and DefaultReportRetention bound the report pages.
+	DefaultReportMaxBytes  = reports.DefaultMaxBytes
+	DefaultReportRetention = reports.DefaultRetention
+	// DefaultReportsDir is the report pages' directory under the work dir.
+	DefaultReportsDir = "reports"
 )
 
 // Load is ParseRaw then ToValid: server.yaml and the environment, secret files
@@ -229,6 +259,14 @@ func (r *Raw) withDefaults() Raw {
 	}
 	if d.Remote.Enabled() && d.Remote.CacheDir == "" {
 		d.Remote.CacheDir = filepath.Join(d.WorkDir, DefaultRemoteCache)
+	}
+	if d.Reports.URL != "" {
+		if d.Reports.MaxBytes == 0 {
+			d.Reports.MaxBytes = DefaultReportMaxBytes
+		}
+		if d.Reports.Retention == 0 {
+			d.Reports.Retention = DefaultReportRetention
+		}
 	}
 	if d.GitHub.AppID != 0 {
 		if d.GitHub.APIURL == "" {
@@ -296,7 +334,28 @@ func (r *Raw) ToValid() (*Config, error) {
 		CheckoutDir:  d.CheckoutDir,
 		LogLevel:     d.LogLevel,
 		Remote:       d.Remote,
+		Reports:      Reports{URL: d.Reports.URL, KeyFile: d.Reports.KeyFile, MaxBytes: d.Reports.MaxBytes, Retention: d.Reports.Retention},
 		Warnings:     r.warnings,
+	}
+	if rp := &c.Reports; rp.URL != "" || hasAny(d.Reports) {
+		u, err := url.Parse(rp.URL)
+		switch {
+		case rp.URL == "":
+			v.add([]string{"reports", "url"}, "is needed for the other reports settings: the server's public URL (e.g. https://driftpreview.example.com) that links to report pages start with")
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "":
+			v.add([]string{"reports", "url"}, "not an http(s) URL without query: %q", rp.URL)
+		}
+		if rp.MaxBytes < 0 {
+			v.add([]string{"reports", "maxBytes"}, "must be positive, got %d", rp.MaxBytes)
+		}
+		if rp.Retention < 0 {
+			v.add([]string{"reports", "retention"}, "must be positive, got %s", rp.Retention)
+		}
+		if rp.KeyFile != "" {
+			if rp.Key = readSecret(v, "reports", "keyFile", rp.KeyFile, ""); rp.Key.IsSet() && len(rp.Key.Value()) < 16 {
+				v.add([]string{"reports", "keyFile"}, "the key is shorter than 16 bytes; use e.g. `head -c 32 /dev/urandom | base64`")
+			}
+		}
 	}
 	if c.Webhooks.MaxBodyBytes < 0 {
 		v.add([]string{"webhooks", "maxBodyBytes"}, "must be positive, got %d", c.Webhooks.MaxBodyBytes)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/jobs"
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/queue"
+	"github.com/driftpreview/driftpreview/bot/reports"
 	"github.com/driftpreview/driftpreview/bot/server"
 	"github.com/driftpreview/driftpreview/bot/serverconfig"
 	"github.com/driftpreview/driftpreview/diffing"
@@ -153,6 +155,16 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 	}
 	jo.RenderCache = rc
 	jo.CheckoutDir = cfg.CheckoutDir
+	var reportPages *reports.Store
+	if rp := cfg.Reports; rp.Enabled() {
+		reportPages, err = reports.Open(reports.Options{Dir: filepath.Join(cfg.WorkDir, serverconfig.DefaultReportsDir),
+			BaseURL: rp.URL, Key: []byte(rp.Key.Value()), MaxBytes: rp.MaxBytes, Retention: rp.Retention})
+		if err != nil {
+			return server.Options{}, fmt.Errorf("server config: reports: %w", err)
+		}
+		jo.Reports = reportPages
+		log.Info("report pages kept and linked", "url", rp.URL, "maxBytes", rp.MaxBytes, "retention", rp.Retention)
+	}
 	served := slices.Sorted(func(yield func(string) bool) {
 		for k := range hosts {
 			if !yield(k) {
@@ -174,12 +186,21 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		},
 		Jobs: jo,
 		Handler: server.HandlerOptions{Repos: cfg.Repos,
-			MaxBodyBytes: cfg.Webhooks.MaxBodyBytes, MaxConcurrent: cfg.Webhooks.MaxConcurrent},
+			MaxBodyBytes: cfg.Webhooks.MaxBodyBytes, MaxConcurrent: cfg.Webhooks.MaxConcurrent, Reports: reportsHandler(reportPages)},
 		MetricsListen: metricsListen(cfg.Metrics.Listen),
 		MetricsToken:  cfg.Metrics.BearerToken.Value(),
 		Logger:        log,
 		SweepInterval: cfg.Queue.SweepInterval,
 	}, nil
+}
+
+// reportsHandler is the pages' handler, or nil (not a nil *Store in an
+// interface) when none are kept.
+func reportsHandler(s *reports.Store) http.Handler {
+	if s == nil {
+		return nil
+	}
+	return s
 }
 
 // metricsListen maps the config's "off" to no metrics listener.

@@ -1,0 +1,61 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/driftpreview/driftpreview/bot"
+	"github.com/driftpreview/driftpreview/bot/reports"
+	"github.com/driftpreview/driftpreview/bot/server"
+)
+
+// TestReportPageLinked runs a job through the handler and the worker with report
+// pages on: the comment links the page at the server's public URL, and the
+// server serves the preview's page at that link, and nothing at a tampered one.
+func TestReportPageLinked(t *testing.T) {
+	repo := newGitRepo(t)
+	host := newFakeHost("github", repo.URL)
+	p := newFakePreviewer()
+	store, err := reports.Open(reports.Options{Dir: filepath.Join(t.TempDir(), "reports"), BaseURL: "https://driftpreview.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, host, p, func(o *server.Options) {
+		o.Jobs.Reports = store
+		o.Handler.Reports = store
+	})
+	prA := pr("acme/shop", 7, repo.Head)
+	prA.BaseSHA = repo.Base
+	if code := srv.post(t, bot.Event{Kind: bot.EventRun, DeliveryID: "d1", PR: prA}); code != 202 {
+		t.Fatalf("delivery: %d", code)
+	}
+	eventually(t, "the final status", func() bool { return len(host.states(repo.Head)) == 2 })
+	comments := host.Comments()
+	if len(comments) != 1 {
+		t.Fatalf("%d comments", len(comments))
+	}
+	m := regexp.MustCompile(`\[Full report\]\(https://driftpreview\.example\.com(/reports/[0-9a-f]{32}\?exp=[0-9]+&sig=[0-9a-f]{64})\)`).FindStringSubmatch(comments[0].Pages[0])
+	if m == nil {
+		t.Fatalf("the comment does not link the report page:\n%s", comments[0].Pages[0])
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get(m[1])
+	if code != 200 || !strings.HasPrefix(body, "<!DOCTYPE html>") || !strings.Contains(body, repo.Head) {
+		t.Errorf("GET the linked page: %d\n%.500s", code, body)
+	}
+	if code, _ := get(strings.Replace(m[1], "sig=", "sig=0", 1)); code != http.StatusForbidden {
+		t.Errorf("GET a tampered link: %d, want 403", code)
+	}
+}
