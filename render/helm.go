@@ -376,7 +376,7 @@ func checkVendored(sb *sandbox, dir string, ch *chart.Chart) error {
 			line = lineOf(sb, file, "name: "+d.Name)
 		}
 		return &Error{File: file, Line: line,
-			Err: &Unavailable{Reason: fmt.Sprintf("chart dependency %s%s is not vendored in %s: the GitOps controller builds chart dependencies when it syncs (helm dependency build), and driftpreview fetches charts only from repositories its configuration allows (--allow-remote, or the remote: block of the server config); to preview this chart, allow the repository, or run helm dependency build and commit charts/",
+			Err: &Unavailable{Reason: fmt.Sprintf("chart dependency %s%s is not vendored in %s: the GitOps controller builds chart dependencies when it syncs (helm dependency build), and driftpreview fetches it only with remote sources on (remote.mode: public, the default, or allowlist with its repository in remote.allow / --allow-remote; they are off with --offline or remote.mode: off); or run helm dependency build and commit charts/",
 				d.Name, from, path.Join(dir, "charts")+"/")}}
 	}
 	for _, d := range ch.Dependencies() {

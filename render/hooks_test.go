@@ -81,8 +81,9 @@ func TestUnvendoredDependencyIsUnavailable(t *testing.T) {
 		t.Fatalf("error %v (%T) is not render.Unavailable", err, err)
 	}
 	want := "app/Chart.yaml:7: chart dependency cache (version 1.2.3 from https://charts.example.com/stable) is not vendored in app/charts/: " +
-		"the GitOps controller builds chart dependencies when it syncs (helm dependency build), and driftpreview fetches charts only from repositories its configuration allows (--allow-remote, or the remote: block of the server config); " +
-		"to preview this chart, allow the repository, or run helm dependency build and commit charts/"
+		"the GitOps controller builds chart dependencies when it syncs (helm dependency build), and driftpreview fetches it only with remote sources on " +
+		"(remote.mode: public, the default, or allowlist with its repository in remote.allow / --allow-remote; they are off with --offline or remote.mode: off); " +
+		"or run helm dependency build and commit charts/"
 	if reason != want {
 		t.Errorf("reason\n%s\nwant\n%s", reason, want)
 	}

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 // kustomizeLock serialises kustomize builds: krusty keeps the OpenAPI schema in
@@ -603,7 +605,7 @@ func screenPaths(sb *sandbox, file, dir, key string, n *yaml.Node) error {
 				}
 				// The caller fetches it (when the remote policy allows) and
 				// renders again; else the target is not rendered, with why.
-				return &Error{File: file, Line: n.Line, Err: &Unavailable{Reason: fmt.Sprintf("remote %s %q is not fetched: remote bases are fetched only when the remote policy allows them (--allow-remote, or the remote: block of the server config)", key, v), Remote: v}}
+				return &Error{File: file, Line: n.Line, Err: &Unavailable{Reason: fmt.Sprintf("remote %s %q is not fetched: %s", key, v, remote.OffReason), Remote: v}}
 			}
 			what := "file"
 			if remoteKeys[key] {

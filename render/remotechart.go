@@ -73,7 +73,7 @@ func prefetch(ctx context.Context, root, target string, opts *Options) (string, 
 	var resolved []ResolvedChart
 	if o := opts.OCI; o != nil {
 		if opts.Remote == nil {
-			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: remote sources are not fetched (allow the registry with --allow-remote oci://host/path or the server config's remote: block)", o)}}
+			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: %s", o, remote.OffReason)}}
 		}
 		// Values files of the checkout (Argo CD's $ref ones) are read now,
 		// before the render moves into the artifact.
@@ -110,7 +110,7 @@ func prefetch(ctx context.Context, root, target string, opts *Options) (string, 
 	}
 	if c := opts.Helm.Chart; c != nil {
 		if opts.Remote == nil {
-			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: remote charts are not fetched (allow the repository with --allow-remote or the server config's remote: block)", c)}}
+			return "", "", nil, &Error{File: target, Err: &Unavailable{Reason: fmt.Sprintf("%s: %s", c, remote.OffReason)}}
 		}
 		// Values files of the checkout are read now, before the render moves to
 		// the chart's directory, and travel to the render process parsed.

@@ -92,7 +92,7 @@ func TestRemoteChart(t *testing.T) {
 		ver  string
 		want string
 	}{
-		"no fetcher": {nil, "1.x", "remote charts are not fetched (allow the repository with --allow-remote"},
+		"no fetcher": {nil, "1.x", "remote sources are off (--offline, --remote-mode off or remote.mode: off); set remote.mode: public to fetch them"},
 		"refused":    {fetcher(t, "https://charts.example.com/"), "1.x", "refused by policy: " + repo.URL},
 		"not found":  {opts.Remote, "9.x", "not found: " + repo.URL},
 	} {

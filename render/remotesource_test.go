@@ -70,7 +70,7 @@ func TestRenderOCIRepository(t *testing.T) {
 			t.Errorf("%s: %v is not Unavailable", name, err)
 			continue
 		}
-		want := map[string]string{"no fetcher": "not fetched", "not allowed": "refused by policy", "missing tag": "not found"}[name]
+		want := map[string]string{"no fetcher": "remote sources are off", "not allowed": "refused by policy", "missing tag": "not found"}[name]
 		if !strings.Contains(reason, want) {
 			t.Errorf("%s: %q does not say %q", name, reason, want)
 		}

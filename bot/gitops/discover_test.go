@@ -111,8 +111,8 @@ func TestDiscoverArgoCD(t *testing.T) {
 		{
 			Name: "monitoring", Namespace: "monitoring", Cluster: "in-cluster", Manager: "argocd-controller",
 			Notes:      []string{manual},
-			Skip:       "source outside this repo: https://prometheus-community.github.io/helm-charts",
-			Findings:   []string{"not-rendered/info Application/argocd/monitoring: Application monitoring is not rendered: source outside this repo: https://prometheus-community.github.io/helm-charts"},
+			Skip:       "source outside this repo: https://prometheus-community.github.io/helm-charts: remote sources are off (--offline, --remote-mode off or remote.mode: off); set remote.mode: public to fetch them",
+			Findings:   []string{"not-rendered/info Application/argocd/monitoring: Application monitoring is not rendered: source outside this repo: https://prometheus-community.github.io/helm-charts: remote sources are off (--offline, --remote-mode off or remote.mode: off); set remote.mode: public to fetch them"},
 			Controller: "Application argocd/monitoring in apps/monitoring.yaml auto=false prune=false selfHeal=false suspended=false replace=false",
 		},
 	}
@@ -204,8 +204,8 @@ func TestDiscoverFlux(t *testing.T) {
 		},
 		{
 			Name: "cert-manager", Namespace: "cert-manager", Cluster: "prod", Prune: true, Manager: "helm-controller",
-			Skip:       "source outside this repo: https://charts.jetstack.io",
-			Findings:   []string{"not-rendered/info HelmRelease/cert-manager/cert-manager: HelmRelease cert-manager is not rendered: source outside this repo: https://charts.jetstack.io"},
+			Skip:       "source outside this repo: https://charts.jetstack.io: remote sources are off (--offline, --remote-mode off or remote.mode: off); set remote.mode: public to fetch them",
+			Findings:   []string{"not-rendered/info HelmRelease/cert-manager/cert-manager: HelmRelease cert-manager is not rendered: source outside this repo: https://charts.jetstack.io: remote sources are off (--offline, --remote-mode off or remote.mode: off); set remote.mode: public to fetch them"},
 			Controller: "HelmRelease cert-manager/cert-manager in infrastructure/controllers/cert-manager.yaml auto=true prune=true selfHeal=false suspended=false replace=false",
 		},
 	}

@@ -195,8 +195,8 @@ func TestFluxExternalArtifacts(t *testing.T) {
 		t.Errorf("targets (-want +got):\n%s", diff)
 	}
 	wantNR := []string{
-		"metrics@production skip: source outside this repo: https://charts.example.com/metrics",
-		"metrics@staging skip: source outside this repo: https://charts.example.com/metrics",
+		"metrics@production skip: source outside this repo: https://charts.example.com/metrics: remote sources are off (--offline, --remote-mode off or remote.mode: off); set remote.mode: public to fetch them",
+		"metrics@staging skip: source outside this repo: https://charts.example.com/metrics: remote sources are off (--offline, --remote-mode off or remote.mode: off); set remote.mode: public to fetch them",
 	}
 	if diff := cmp.Diff(wantNR, brief(res.NotRendered)); diff != "" {
 		t.Errorf("not rendered (-want +got):\n%s", diff)

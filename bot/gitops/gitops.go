@@ -14,6 +14,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 // RenderFunc renders one target of the checkout at root. Discover uses it to find
@@ -568,9 +569,7 @@ func (d *discovery) clusterFor(keys ...string) (string, bool) {
 // when the remote policy allows it.
 func (d *discovery) remoteRefusal(url string) string {
 	if d.opts.Remote == nil {
-		// Remote fetching is off (the default): the reason reads as it always
-		// has; the README says how to allow a repository.
-		return "source outside this repo: " + url
+		return "source outside this repo: " + url + ": " + remote.OffReason
 	}
 	if err := d.opts.Remote(url); err != nil {
 		return "source outside this repo: " + err.Error()

@@ -171,7 +171,7 @@ func TestDiscoverRemoteCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nr := targetByName(res.NotRendered, "podinfo"); nr == nil || nr.Skip != "source outside this repo: https://stefanprodan.github.io/podinfo" {
+	if nr := targetByName(res.NotRendered, "podinfo"); nr == nil || nr.Skip != "source outside this repo: https://stefanprodan.github.io/podinfo: remote sources are off (--offline, --remote-mode off or remote.mode: off); set remote.mode: public to fetch them" {
 		t.Errorf("podinfo with remote fetching off: %+v", nr)
 	}
 }

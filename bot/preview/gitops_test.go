@@ -733,6 +733,27 @@ var gitopsCases = []gitopsCase{
 			failing: true,
 		}},
 	},
+	// Issue 21: Renovate bumps a HelmRelease's chart 1.4.0 → 1.5.0 (a new
+	// appVersion, the image tag) and nothing is configured: remote sources
+	// are fetched in the default mode (public), no allowlist names the
+	// repository (served on a loopback address standing in for a public one).
+	{
+		name:    "84-flux-renovate-chart-bump-public",
+		mustNot: []string{"not-rendered", "render-error"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			if remote.DefaultMode != remote.ModePublic {
+				t.Errorf("the default remote mode is %s, want public", remote.DefaultMode)
+			}
+			tr := targetNamed(t, rep, "g84-web")
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return strings.Contains(n, "chart web from") && strings.Contains(n, "1.4.0 resolves to 1.4.0 at base; 1.5.0 resolves to 1.5.0 at head")
+			}) {
+				t.Errorf("the notes do not name the versions at base and head: %q", tr.Notes)
+			}
+			wantChange(t, rep, "g84-web", "Deployment/g84/web", diffing.ActionModified, diffing.ActionModified)
+			wantChange(t, rep, "g84-web", "Service/g84/web", diffing.ActionUnchanged, diffing.ActionUnchanged)
+		},
+	},
 	// The same bump through an Argo CD Application's chart + targetRevision.
 	{
 		name: "51-argo-helmrepo-chart-bump",

@@ -125,7 +125,7 @@ func TestRemoteRefusalsThroughPipeline(t *testing.T) {
 		url: serve(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
 		}),
-		want: "refused by policy: {url}db-2.0.0.tgz: redirected to http://169.254.169.254/latest/meta-data/, which no allowed prefix covers",
+		want: "refused by policy: {url}db-2.0.0.tgz: redirected to http://169.254.169.254/latest/meta-data/, which no allowed prefix covers it (remote.mode: allowlist); add a prefix with --allow-remote PREFIX / remote.allow, or set remote.mode: public",
 	}, {
 		name: "declared-2GiB",
 		url: serve(func(w http.ResponseWriter, r *http.Request) {

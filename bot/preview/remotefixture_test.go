@@ -43,7 +43,7 @@ var commitIDs = regexp.MustCompile("base `[0-9a-f]{7,}` ↔ head `[0-9a-f]{7,}`"
 // started for its repo/, oci/ and git/ folders.
 type servedFixture struct {
 	Dir     string          // the copy, placeholders replaced
-	Fetcher *remote.Fetcher // allows exactly the servers started (by their loopback address)
+	Fetcher *remote.Fetcher // allows exactly the servers started (by their loopback address), or public mode (defaultModeScenarios)
 	Helm    *remotetest.Repo
 	OCI     *ocitest.Registry
 	Git     *gittest.Server
@@ -134,13 +134,26 @@ func remoteFixture(t *testing.T, dir string) *servedFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := remote.NewFetcher(remote.Policy{Allow: allow, CacheDir: t.TempDir()})
+	pol := remote.Policy{Allow: allow, CacheDir: t.TempDir()}
+	if defaultModeScenarios[filepath.Base(dir)] {
+		pol = remote.Policy{Mode: remote.DefaultMode, CacheDir: t.TempDir()}
+	}
+	f, err := remote.NewFetcher(pol)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if defaultModeScenarios[filepath.Base(dir)] {
+		// The servers on 127.0.0.1 stand in for public ones.
+		f = f.PublicLoopbackForTests()
 	}
 	sf.Fetcher = f
 	return sf
 }
+
+// defaultModeScenarios fetch in the CLI's and server's default mode
+// (remote.DefaultMode, public) with no prefix allowed, as a user who has
+// configured nothing; the others allow exactly the servers started.
+var defaultModeScenarios = map[string]bool{"84-flux-renovate-chart-bump-public": true}
 
 // url is the served URL that stands for a placeholder ("" when not served).
 func (sf *servedFixture) url(placeholder string) string {

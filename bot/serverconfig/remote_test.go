@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 // The remote: block is the whole remote policy of the server: prefixes, their
@@ -39,5 +41,31 @@ remote:
 	_, err = Load(writeConfig(t, bad), nil)
 	if err == nil || !strings.Contains(err.Error(), "server.yaml:3: remote.allow") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("bad prefix: %v", err)
+	}
+}
+
+// TestRemoteMode: remote.mode is public unless the block says allowlist or
+// off; anything else is an error at its line.
+func TestRemoteMode(t *testing.T) {
+	files := secrets(t)
+	head := "github: {appID: 1, privateKeyFile: {app.pem}, webhookSecretFile: {gh-webhook}}\n"
+	for body, want := range map[string]remote.Mode{
+		"":                            remote.ModePublic,
+		"remote: {timeout: 5s}\n":     remote.ModePublic,
+		"remote: {mode: allowlist}\n": remote.ModeAllowlist,
+		"remote:\n  mode: off\n":      remote.ModeOff,
+		"remote:\n  mode: public\n":   remote.ModePublic,
+	} {
+		cfg, err := Load(writeConfig(t, expand(head+body, files)), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		if cfg.Remote.Mode != want {
+			t.Errorf("%q: mode %q, want %q", body, cfg.Remote.Mode, want)
+		}
+	}
+	_, err := Load(writeConfig(t, expand(head+"remote:\n  mode: everything\n", files)), nil)
+	if err == nil || !strings.Contains(err.Error(), "server.yaml:3: remote.mode") {
+		t.Errorf("bad mode: %v", err)
 	}
 }

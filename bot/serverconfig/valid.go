@@ -57,9 +57,10 @@ type Config struct {
 	CheckoutDir string
 	// LogLevel is debug, info (default), warn or error.
 	LogLevel string
-	// Remote says which remote sources (Helm repositories) previews may fetch:
-	// allowed URL prefixes, credentials per prefix from files, timeouts, size
-	// caps and the cache (default <workDir>/remote-cache). Empty allows nothing.
+	// Remote says which remote sources (Helm repositories, OCI registries,
+	// remote kustomize bases) previews may fetch: the mode (default public:
+	// any public address), allowed URL prefixes, credentials per prefix from
+	// files, timeouts, size caps and the cache (default <workDir>/remote-cache).
 	Remote remote.Policy
 	// Reports keeps each pull request's full report page and links it from the
 	// comment at a signed, expiring URL under URL; off when URL is empty.
@@ -257,6 +258,9 @@ func (r *Raw) withDefaults() Raw {
 	if d.LogLevel == "" {
 		d.LogLevel = DefaultLogLevel
 	}
+	if d.Remote.Mode == "" {
+		d.Remote.Mode = remote.DefaultMode
+	}
 	if d.Remote.Enabled() && d.Remote.CacheDir == "" {
 		d.Remote.CacheDir = filepath.Join(d.WorkDir, DefaultRemoteCache)
 	}
@@ -379,7 +383,11 @@ func (r *Raw) ToValid() (*Config, error) {
 		c.Metrics.BearerToken = readSecret(v, "metrics", "bearerTokenFile", c.Metrics.BearerTokenFile, "")
 	}
 	if err := c.Remote.Validate(); err != nil {
-		v.add([]string{"remote", "allow"}, "%v", err)
+		field := "allow"
+		if strings.HasPrefix(err.Error(), "remote.mode") {
+			field = "mode"
+		}
+		v.add([]string{"remote", field}, "%v", err)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

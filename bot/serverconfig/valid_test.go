@@ -30,6 +30,7 @@ func TestToValid(t *testing.T) {
 				RescueStuckAfter: 15 * time.Minute, MaxAttempts: 5, SweepInterval: time.Minute},
 			WorkDir:  "/var/lib/driftpreview/mirrors",
 			LogLevel: "info",
+			Remote:   remote.Policy{Mode: remote.ModePublic, CacheDir: "/var/lib/driftpreview/mirrors/remote-cache"},
 		}
 	}
 	tests := []struct {
@@ -53,8 +54,13 @@ func TestToValid(t *testing.T) {
 			raw:  Raw{GitLab: gitlab, WorkDir: "/srv/dp", Remote: remote.Policy{Allow: []remote.Prefix{{URL: "https://charts.example.com/"}}}},
 			want: func(c *Config) {
 				c.WorkDir = "/srv/dp"
-				c.Remote = remote.Policy{Allow: []remote.Prefix{{URL: "https://charts.example.com/"}}, CacheDir: "/srv/dp/remote-cache"}
+				c.Remote = remote.Policy{Mode: remote.ModePublic, Allow: []remote.Prefix{{URL: "https://charts.example.com/"}}, CacheDir: "/srv/dp/remote-cache"}
 			},
+		},
+		{
+			name: "remote sources off need no cache",
+			raw:  Raw{GitLab: gitlab, Remote: remote.Policy{Mode: remote.ModeOff}},
+			want: func(c *Config) { c.Remote = remote.Policy{Mode: remote.ModeOff} },
 		},
 		{
 			name: "clusters simulate by default; rescue follows the job timeout",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -186,9 +187,11 @@ type previewFlags struct {
 	argoCtx                       *string
 	allTargets                    *bool
 	targets, repoURLs             stringList
-	// allowRemote, remoteConfig and remoteCache make the remote policy.
-	allowRemote               stringList
-	remoteConfig, remoteCache *string
+	// allowRemote, remoteConfig, remoteMode, offline and remoteCache make
+	// the remote policy.
+	allowRemote                           stringList
+	remoteConfig, remoteCache, remoteMode *string
+	offline                               *bool
 	// cacheDir is the render cache's directory ("off": none).
 	cacheDir *string
 	// checkoutDir is where base and head are checked out ("": chosen).
@@ -207,8 +210,10 @@ func addPreviewFlags(fl *flag.FlagSet) *previewFlags {
 		allTargets: fl.Bool("all-targets", false, "render and compare every target, also those none of whose files the PR changes (listed as not affected by default)"),
 	}
 	fl.Var(&p.targets, "target", "only the targets of this name, or NAME@CLUSTER for one cluster's (repeatable)")
-	fl.Var(&p.allowRemote, "allow-remote", "fetch remote charts (Helm repositories of Flux and Argo CD objects, unvendored chart dependencies) from URLs under this `prefix` (repeatable); nothing is fetched by default, and loopback, link-local and private addresses only when a prefix names them")
-	p.remoteConfig = fl.String("remote-config", "", "YAML `file` with a remote: block (the server config's: allow with credential files, timeout, caps, cache), e.g. server.yaml; --allow-remote adds prefixes to it")
+	p.remoteMode = fl.String("remote-mode", "", "what remote sources (Helm repositories, OCI registries, remote kustomize bases, chart dependencies) are fetched: public (the default: any public address, as the controllers would), allowlist (only --allow-remote / remote.allow prefixes) or off; overrides the mode of --remote-config")
+	p.offline = fl.Bool("offline", false, "fetch no remote sources (--remote-mode off): targets that need one are listed as not rendered")
+	fl.Var(&p.allowRemote, "allow-remote", "URL `prefix` of remote sources to fetch with its own rules (repeatable): in allowlist mode the only ones fetched; loopback, link-local and private addresses are fetched only when a prefix names them")
+	p.remoteConfig = fl.String("remote-config", "", "YAML `file` with a remote: block (the server config's: mode, allow with credential files, timeout, caps, cache), e.g. server.yaml; --allow-remote adds prefixes to it")
 	p.remoteCache = fl.String("remote-cache", "", "`dir` of the cache of fetched charts (default: the user cache dir's driftpreview/remote)")
 	p.cacheDir = fl.String("cache-dir", "", "`dir` of the render cache, renders kept by the content of their input files so the next run takes unchanged targets from it (default: the user cache dir's driftpreview/renders, e.g. $XDG_CACHE_HOME/driftpreview/renders); off for none")
 	p.checkoutDir = fl.String("checkout-dir", "", "`dir` to check out base and head under (default: /dev/shm when it is a tmpfs with room for both trees four times over, else $TMPDIR)")
@@ -275,8 +280,9 @@ func (p *previewFlags) renderCache() (*preview.DiskCache, error) {
 	return c, nil
 }
 
-// fetcher builds the remote policy from --remote-config and --allow-remote;
-// nil when neither allows anything.
+// fetcher builds the remote policy from --remote-config, --remote-mode,
+// --offline and --allow-remote (mode public unless one says otherwise); nil
+// when it allows nothing.
 func (p *previewFlags) fetcher() (*remote.Fetcher, error) {
 	var pol remote.Policy
 	if *p.remoteConfig != "" {
@@ -295,11 +301,21 @@ func (p *previewFlags) fetcher() (*remote.Fetcher, error) {
 	for _, a := range p.allowRemote {
 		pol.Allow = append(pol.Allow, remote.Prefix{URL: a})
 	}
-	if !pol.Enabled() {
-		return nil, nil
+	if *p.remoteMode != "" {
+		pol.Mode = remote.Mode(*p.remoteMode)
 	}
+	if *p.offline {
+		if pol.Mode != "" && pol.Mode != remote.ModeOff && *p.remoteMode != "" {
+			return nil, fmt.Errorf("--offline and --remote-mode %s contradict each other: give one", pol.Mode)
+		}
+		pol.Mode = remote.ModeOff
+	}
+	pol.Mode = cmp.Or(pol.Mode, remote.DefaultMode)
 	if err := pol.Validate(); err != nil {
-		return nil, fmt.Errorf("--allow-remote/--remote-config: %w", err)
+		return nil, fmt.Errorf("--remote-mode/--allow-remote/--remote-config: %w", err)
+	}
+	if pol.Mode == remote.ModeOff {
+		return nil, nil
 	}
 	if *p.remoteCache != "" {
 		pol.CacheDir = *p.remoteCache

@@ -253,8 +253,10 @@ func TestRunPreviewRenderCache(t *testing.T) {
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	run("--cache-dir", "off")
-	if es, _ := filepath.Glob(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "*")); len(es) != 0 {
-		t.Errorf("--cache-dir off wrote %v", es)
+	// The remote sources' cache (--remote-cache, default driftpreview/remote)
+	// is another one, opened by the default remote mode (public).
+	if es, _ := filepath.Glob(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "*", "*")); len(es) != 1 || filepath.Base(es[0]) != "remote" {
+		t.Errorf("--cache-dir off wrote %v (want only the remote cache, driftpreview/remote)", es)
 	}
 }
 

@@ -147,7 +147,7 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		for _, a := range pol.Allow {
 			prefixes = append(prefixes, remote.Redact(a.URL)) // never the credentials
 		}
-		log.Info("remote fetching allowed", "prefixes", prefixes, "cacheDir", pol.CacheDir)
+		log.Info("remote fetching on", "mode", pol.Mode, "prefixes", prefixes, "cacheDir", pol.CacheDir)
 	}
 	rc, err := preview.OpenDiskCache(filepath.Join(cfg.WorkDir, "render-cache"), 0)
 	if err != nil {

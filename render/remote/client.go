@@ -28,7 +28,19 @@ type Fetcher struct {
 	// what this run remembers (NewRun).
 	shared *shared
 	run    *run
+	// public is the policy's public mode: a URL no prefix covers is allowed
+	// by its own publicPrefix.
+	public bool
+	// loopbackPublic counts loopback addresses as public: tests only
+	// (PublicLoopbackForTests), so in-process servers stand in for public
+	// ones; no config key or flag sets it.
+	loopbackPublic bool
 }
+
+// dialTimeout caps resolving a host and connecting to it, within the
+// policy's Timeout: a host that cannot be reached fails fast, and once per
+// run (hostDown).
+const dialTimeout = 10 * time.Second
 
 // maxRedirects follows Go's http.Client default.
 const maxRedirects = 10
@@ -44,7 +56,7 @@ func NewFetcher(p Policy) (*Fetcher, error) {
 	p = p.withDefaults()
 	f := &Fetcher{policy: p, resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	}, shared: newShared(p), run: &run{ttl: rootFailureTTL, failures: map[string]failure{}}}
+	}, shared: newShared(p), run: &run{ttl: rootFailureTTL, failures: map[string]failure{}}, public: p.Mode == ModePublic}
 	for _, a := range p.Allow {
 		pr, err := parsePrefix(a.URL)
 		if err != nil {
@@ -95,8 +107,8 @@ func NewFetcher(p Policy) (*Fetcher, error) {
 			if len(via) >= maxRedirects {
 				return errorf(Refused, req.URL.String(), "more than %d redirects", maxRedirects)
 			}
-			if match(f.prefixes, req.URL) == nil {
-				return errorf(Refused, via[0].URL.String(), "redirected to %s, which no allowed prefix covers", Redact(req.URL.String()))
+			if f.match(req.URL) == nil {
+				return errorf(Refused, via[0].URL.String(), "redirected to %s, which %s", Redact(req.URL.String()), f.uncovered())
 			}
 			return nil
 		},
@@ -126,18 +138,59 @@ func (f *Fetcher) allowed(raw string) (*url.URL, *prefix, error) {
 	if err != nil {
 		return nil, nil, errorf(Invalid, raw, "not a URL")
 	}
-	if f == nil || len(f.prefixes) == 0 {
-		return nil, nil, &Error{Reason: Refused, URL: Redact(raw), Err: errors.New("remote fetching is not enabled (allow prefixes with --allow-remote or the remote: block of the server config)")}
+	if f == nil || f.policy.Mode == ModeOff {
+		return nil, nil, &Error{Reason: Refused, URL: Redact(raw), Err: errors.New(OffReason)}
 	}
 	n, err := normalize(u)
 	if err != nil {
 		return nil, nil, &Error{Reason: Refused, URL: Redact(raw), Err: fmt.Errorf("refused: %v", err)}
 	}
-	pr := matchNormalized(f.prefixes, n)
+	pr := f.lookup(n)
 	if pr == nil {
-		return nil, nil, &Error{Reason: Refused, URL: Redact(raw), Err: fmt.Errorf("no allowed prefix covers it%s (--allow-remote / remote.allow)", pathChange(raw, n))}
+		return nil, nil, &Error{Reason: Refused, URL: Redact(raw), Err: fmt.Errorf("%s%s", f.uncovered(), pathChange(raw, n))}
 	}
 	return n, pr, nil
+}
+
+// OffReason is why nothing is fetched with remote sources off, and how to
+// turn them on.
+const OffReason = "remote sources are off (--offline, --remote-mode off or remote.mode: off); set remote.mode: public to fetch them"
+
+// uncovered says why a URL no prefix allows is refused, and what allows it.
+func (f *Fetcher) uncovered() string {
+	if f.public {
+		return "is not an http://, https:// or oci:// URL without user info, the only ones remote.mode: public fetches"
+	}
+	if len(f.prefixes) == 0 {
+		return "no prefix is allowed (remote.mode: allowlist with no remote.allow); add a prefix with --allow-remote PREFIX / remote.allow, or set remote.mode: public"
+	}
+	return "no allowed prefix covers it (remote.mode: allowlist); add a prefix with --allow-remote PREFIX / remote.allow, or set remote.mode: public"
+}
+
+// lookup returns the prefix allowing the normalised URL n: the longest
+// allowed prefix covering it, else in public mode its publicPrefix; nil when
+// none does.
+func (f *Fetcher) lookup(n *url.URL) *prefix {
+	if pr := matchNormalized(f.prefixes, n); pr != nil {
+		return pr
+	}
+	if f.public {
+		return publicPrefix(n)
+	}
+	return nil
+}
+
+// match is lookup for a URL as written (normalised first; one that cannot
+// be normalised is allowed by nothing).
+func (f *Fetcher) match(u *url.URL) *prefix {
+	if pr := match(f.prefixes, u); pr != nil || !f.public || u.User != nil {
+		return pr
+	}
+	n, err := normalize(u)
+	if err != nil {
+		return nil
+	}
+	return publicPrefix(n)
 }
 
 // dial resolves the host itself and connects only to addresses the policy
@@ -154,16 +207,22 @@ func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, err
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{ip}
 	} else {
-		ips, err = f.resolve(ctx, host)
+		rctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		ips, err = f.resolve(rctx, host)
+		cancel()
 		if err != nil {
 			return nil, err
 		}
 	}
-	var d net.Dialer
+	d := net.Dialer{Timeout: dialTimeout}
 	var lastErr error
 	for _, ip := range ips {
-		if !addressAllowed(pr, ip) {
-			lastErr = &Error{Reason: Refused, Err: fmt.Errorf("%s resolves to %s, a loopback, link-local or private address that no allowed prefix names (set allowPrivate on the prefix to allow it)", host, ip.Unmap())}
+		if !addressAllowed(pr, ip, f.loopbackPublic) {
+			why := "that no allowed prefix names (set allowPrivate on the prefix to allow it)"
+			if pr != nil && pr.public {
+				why = "that no allowed prefix names, and remote.mode: public fetches from public addresses only (to fetch from it, allow a prefix for it with allowPrivate: true in remote.allow)"
+			}
+			lastErr = &Error{Reason: Refused, Err: fmt.Errorf("%s resolves to %s, a loopback, link-local or private address %s", host, ip.Unmap(), why)}
 			continue
 		}
 		c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
@@ -193,9 +252,9 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, errorf(Refused, req.URL.String(), "refused: %v", err)
 	}
-	pr := matchNormalized(t.f.prefixes, n)
+	pr := t.f.lookup(n)
 	if pr == nil {
-		return nil, errorf(Refused, req.URL.String(), "no allowed prefix covers it%s", pathChange(req.URL.String(), n))
+		return nil, errorf(Refused, req.URL.String(), "%s%s", t.f.uncovered(), pathChange(req.URL.String(), n))
 	}
 	r := req.Clone(context.WithValue(req.Context(), ctxKey{}, pr))
 	r.URL = n

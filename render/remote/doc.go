@@ -6,11 +6,17 @@
 //
 // # API
 //
-//   - Policy / Prefix: allowed URL prefixes (scheme, host and port, path at a
-//     segment boundary), credentials per prefix read from files (basic auth or
-//     bearer token), the timeout per download, byte caps (index, archive,
-//     unpacked total, per file, file count), the cache directory and its size
-//     bound. The zero Policy allows nothing. Policy.Validate checks it.
+//   - Policy / Prefix: the Mode (public: any http(s) or oci URL whose host
+//     resolves to public addresses, without credentials; allowlist: only
+//     allowed prefixes; off: nothing; DefaultMode, public, is what the
+//     server config and the CLI use when they name none, while "" in a Go
+//     value is allowlist), allowed URL prefixes (scheme, host and port, path
+//     at a segment boundary), credentials per prefix read from files (basic
+//     auth or bearer token), the timeout per download, byte caps (index,
+//     archive, unpacked total, per file, file count), the cache directory and
+//     its size bound. The zero Policy allows nothing. Policy.Validate checks
+//     it. Fetcher.PublicLoopbackForTests (test binaries only) counts loopback
+//     addresses as public, so tests' servers stand in for public ones.
 //   - NewFetcher(Policy) (*Fetcher, error) reads the credential files and opens
 //     the cache. Fetcher.Allowed(url) says whether a URL may be fetched.
 //   - Fetcher.HelmIndex(ctx, repoURL) loads a repository's index.yaml with Helm's
@@ -45,15 +51,18 @@
 //
 // # Safety
 //
-//   - Nothing is fetched unless a prefix allows it; redirects are checked against
-//     the prefixes again (CheckRedirect), and credentials are attached per request
-//     for the prefix the URL falls under, so a redirect never carries them
-//     elsewhere.
+//   - Nothing is fetched unless a prefix allows it, or public mode does;
+//     redirects are checked again (CheckRedirect), and credentials are
+//     attached per request for the prefix the URL falls under (none for what
+//     public mode alone allows), so a redirect never carries them elsewhere.
 //   - The dialer resolves host names itself and connects only to the address it
 //     checked: loopback, link-local, private, CGNAT, multicast, unspecified and
 //     documentation ranges are refused unless the prefix names the address
-//     (an IP literal, or localhost for loopback) or sets allowPrivate. This holds
-//     for redirects and DNS answers alike. No HTTP proxy is used.
+//     (an IP literal, or localhost for loopback) or sets allowPrivate, and
+//     always for what public mode alone allows. This holds for redirects and
+//     DNS answers alike, on every connection (DNS rebinding). Resolving and
+//     connecting take at most 10 s, and a host that failed is not asked again
+//     in the run. No HTTP proxy is used.
 //   - Every download has a timeout (whole request, body included) and a byte
 //     cap, counted as it streams to a temporary file: an endless body stops at
 //     the cap without being held in memory. Helm's getter is not used for the

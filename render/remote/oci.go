@@ -140,10 +140,10 @@ func (t *ociTransport) allowed(u *url.URL) (*prefix, error) {
 	if strings.EqualFold(u.Host, t.registry) && u.User == nil {
 		return t.pr, nil
 	}
-	if pr := match(t.f.prefixes, u); pr != nil {
+	if pr := t.f.match(u); pr != nil {
 		return pr, nil
 	}
-	return nil, errorf(Refused, u.String(), "the registry %s sent the client to %s, which no allowed prefix covers", t.registry, Redact(u.String()))
+	return nil, errorf(Refused, u.String(), "the registry %s sent the client to %s, which %s", t.registry, Redact(u.String()), t.f.uncovered())
 }
 
 func (t *ociTransport) RoundTrip(req *http.Request) (*http.Response, error) {

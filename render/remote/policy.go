@@ -11,11 +11,36 @@ import (
 	"time"
 )
 
+// Mode says what a Policy lets be fetched besides its allowed prefixes.
+type Mode string
+
+// The modes. In a Go value the empty Mode is ModeAllowlist, so the zero
+// Policy allows nothing; the server config's remote: block and the CLI, which
+// default to DefaultMode, set it.
+const (
+	// ModePublic fetches what the controllers would fetch: every http://,
+	// https:// and oci:// URL whose host resolves to public addresses only
+	// (checked when it is dialled, redirects and DNS answers included),
+	// without credentials; URLs under an allowed prefix get that prefix's
+	// credentials and allowPrivate.
+	ModePublic Mode = "public"
+	// ModeAllowlist fetches only URLs under an allowed prefix.
+	ModeAllowlist Mode = "allowlist"
+	// ModeOff fetches nothing.
+	ModeOff Mode = "off"
+)
+
+// DefaultMode is the mode of the server config and the CLI when they name none.
+const DefaultMode = ModePublic
+
 // Policy says what may be fetched. The zero Policy allows nothing: every fetch is
-// refused until a prefix is allowed. It comes from the server config's remote:
-// block or the CLI (--allow-remote, --remote-config), never from the repository
-// being previewed, so a pull request can add neither hosts nor credentials.
+// refused until a prefix is allowed or the mode is public. It comes from the
+// server config's remote: block or the CLI (--remote-mode, --offline,
+// --allow-remote, --remote-config), never from the repository being previewed,
+// so a pull request can add neither credentials nor a private address.
 type Policy struct {
+	// Mode is public, allowlist or off (see Mode); "" is allowlist.
+	Mode Mode `yaml:"mode" json:"mode"`
 	// Allow lists the URL prefixes that may be fetched. A URL matches a prefix
 	// when scheme and host (with port) are equal and its path starts with the
 	// prefix's path at a segment boundary. Redirects are checked again.
@@ -116,13 +141,27 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
-// Enabled says whether the policy allows anything at all.
-func (p Policy) Enabled() bool { return len(p.Allow) > 0 }
+// Enabled says whether the policy allows anything at all: public mode, or
+// allowed prefixes in allowlist mode.
+func (p Policy) Enabled() bool {
+	switch p.Mode {
+	case ModeOff:
+		return false
+	case ModePublic:
+		return true
+	}
+	return len(p.Allow) > 0
+}
 
-// Validate checks the prefixes: absolute http(s) URLs without credentials,
-// query or fragment (credentials go in files).
+// Validate checks the mode and the prefixes: absolute http(s) URLs without
+// credentials, query or fragment (credentials go in files).
 func (p Policy) Validate() error {
 	var errs []error
+	switch p.Mode {
+	case "", ModePublic, ModeAllowlist, ModeOff:
+	default:
+		errs = append(errs, fmt.Errorf("remote.mode: %q is not public, allowlist or off", p.Mode))
+	}
 	for i, a := range p.Allow {
 		if _, err := parsePrefix(a.URL); err != nil {
 			errs = append(errs, fmt.Errorf("remote.allow[%d]: %w", i, err))
@@ -143,6 +182,23 @@ type prefix struct {
 	auth               string // the Authorization header value, or ""
 	literal            netip.Addr
 	localhost          bool
+	// public marks the prefix public mode makes for a URL no allowed prefix
+	// covers: its host only, no credentials, public addresses only.
+	public bool
+}
+
+// publicPrefix is what public mode allows u (normalised) by: its scheme and
+// host, nothing else; nil for other schemes and URLs with user info.
+func publicPrefix(u *url.URL) *prefix {
+	switch u.Scheme {
+	case "http", "https", "oci":
+	default:
+		return nil
+	}
+	if u.User != nil || u.Host == "" {
+		return nil
+	}
+	return &prefix{scheme: u.Scheme, host: hostPort(u), public: true}
 }
 
 func parsePrefix(raw string) (*prefix, error) {
@@ -228,14 +284,16 @@ func matchNormalized(prefixes []*prefix, u *url.URL) *prefix {
 // addressAllowed says whether the fetcher may connect to ip for a URL allowed by
 // pr: public addresses always; loopback, link-local, private, unspecified,
 // multicast and other special ranges only when pr names them (AllowPrivate, the
-// address as the prefix's host, or localhost for a loopback address).
-func addressAllowed(pr *prefix, ip netip.Addr) bool {
+// address as the prefix's host, or localhost for a loopback address), never
+// for public mode's prefixes. loopbackPublic (tests only, see
+// export_test.go and remotetest) counts loopback addresses as public.
+func addressAllowed(pr *prefix, ip netip.Addr, loopbackPublic bool) bool {
 	ip = ip.Unmap()
-	if publicAddr(ip) {
+	if publicAddr(ip) || loopbackPublic && ip.IsLoopback() {
 		return true
 	}
 	switch {
-	case pr == nil:
+	case pr == nil || pr.public:
 		return false
 	case pr.AllowPrivate:
 		return true

@@ -66,8 +66,8 @@ func TestNothingAllowedByDefault(t *testing.T) {
 	f := newFetcher(t, Policy{})
 	_, err := f.HelmChart(t.Context(), r.URL, "podinfo", "1.0.0")
 	wantReason(t, err, Refused)
-	if !strings.Contains(err.Error(), "not enabled") {
-		t.Errorf("error %q does not say fetching is not enabled", err)
+	if !strings.Contains(err.Error(), "no prefix is allowed") || !strings.Contains(err.Error(), "remote.mode: public") {
+		t.Errorf("error %q does not say no prefix is allowed and how to fetch it", err)
 	}
 	// A prefix for another path of the same host does not cover the repository.
 	f = newFetcher(t, allow(r.Server.URL+"/other"))
@@ -157,11 +157,11 @@ func TestPrivateAddressesRefusedAtDial(t *testing.T) {
 	}
 	// Other special ranges are refused too.
 	for _, ip := range []string{"10.1.2.3", "169.254.169.254", "192.168.1.1", "::1", "fe80::1", "100.64.0.1", "0.0.0.0"} {
-		if addressAllowed(&prefix{}, netip.MustParseAddr(ip)) {
+		if addressAllowed(&prefix{}, netip.MustParseAddr(ip), false) {
 			t.Errorf("%s allowed", ip)
 		}
 	}
-	if !addressAllowed(&prefix{}, netip.MustParseAddr("140.82.112.3")) {
+	if !addressAllowed(&prefix{}, netip.MustParseAddr("140.82.112.3"), false) {
 		t.Error("a public address refused")
 	}
 }
