@@ -7,7 +7,8 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/kustomize/api/builtins"
+	kfilterannotations "sigs.k8s.io/kustomize/api/filters/annotations"
+	kfilterlabels "sigs.k8s.io/kustomize/api/filters/labels"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -216,15 +217,18 @@ func commonMetadata(in []byte, labels, annotations map[string]string) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
+	// The filters kustomize's LabelTransformerPlugin and
+	// AnnotationsTransformerPlugin apply (internal/builtins), which
+	// helm-controller's transformer.go configures.
 	if len(labels) > 0 {
-		t := &builtins.LabelTransformerPlugin{Labels: labels, FieldSpecs: []types.FieldSpec{{Path: "metadata/labels", CreateIfNotPresent: true}}}
-		if err := t.Transform(rm); err != nil {
+		f := kfilterlabels.Filter{Labels: labels, FsSlice: types.FsSlice{{Path: "metadata/labels", CreateIfNotPresent: true}}}
+		if err := rm.ApplyFilter(f); err != nil {
 			return nil, fmt.Errorf("spec.commonMetadata.labels: %w", err)
 		}
 	}
 	if len(annotations) > 0 {
-		t := &builtins.AnnotationsTransformerPlugin{Annotations: annotations, FieldSpecs: []types.FieldSpec{{Path: "metadata/annotations", CreateIfNotPresent: true}}}
-		if err := t.Transform(rm); err != nil {
+		f := kfilterannotations.Filter{Annotations: annotations, FsSlice: types.FsSlice{{Path: "metadata/annotations", CreateIfNotPresent: true}}}
+		if err := rm.ApplyFilter(f); err != nil {
 			return nil, fmt.Errorf("spec.commonMetadata.annotations: %w", err)
 		}
 	}

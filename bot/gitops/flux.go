@@ -397,17 +397,32 @@ func (d *discovery) fluxVars(pb *fluxPostBuild, ns, cluster string, fx *fluxInde
 		if kind == "" {
 			kind = "ConfigMap"
 		}
-		src := fx.lookup(kind, cluster, ns, ref.Name)
-		if src == nil {
-			opt := ""
-			if ref.Optional {
-				opt = " (optional)"
+		opt := ""
+		if ref.Optional {
+			opt = " (optional)"
+		}
+		var data map[string]string
+		if src := fx.lookup(kind, cluster, ns, ref.Name); src != nil {
+			data = stringData(src)
+		} else if r, ok := d.liveData(kind, cluster, ns, ref.Name); ok && r.err == nil && r.found {
+			// kustomize-controller reads substituteFrom objects from the
+			// cluster (fluxcd/pkg kustomize LoadVariables).
+			data = r.data
+			notes = append(notes, fmt.Sprintf("postBuild.substituteFrom %s %s is not in the repository: its variables were read from the live cluster", kind, ref.Name))
+		} else if ok && r.err == nil && ref.Optional {
+			continue // absent and optional: kustomize-controller goes on without it
+		} else {
+			why := "the variables it sets are left empty (Flux reads it from the cluster)"
+			switch {
+			case ok && r.err == nil:
+				why = "it does not exist on the live cluster either: kustomize-controller fails the reconciliation; its variables are left empty here"
+			case ok:
+				why = fmt.Sprintf("reading it from the live cluster failed (%v): the variables it sets are left empty", r.err)
 			}
-			notes = append(notes, fmt.Sprintf("postBuild.substituteFrom %s %s%s is not in the repository: the variables it sets are left empty (Flux reads it from the cluster)", kind, ref.Name, opt))
+			notes = append(notes, fmt.Sprintf("postBuild.substituteFrom %s %s%s is not in the repository: %s", kind, ref.Name, opt, why))
 			lenient = true
 			continue
 		}
-		data := stringData(src)
 		for _, name := range slices.Sorted(maps.Keys(data)) {
 			if kind == "Secret" {
 				vars[name] = secretPlaceholder(ref.Name, name)
@@ -724,13 +739,30 @@ func (d *discovery) fluxReleaseValues(t config.Target, m *manifest, s fluxHelmRe
 		if vf.Optional {
 			opt = " (optional)"
 		}
-		src := fx.lookup(kind, t.Cluster, ns, vf.Name)
-		if src == nil {
-			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s%s is not in the repository: its values are not used (helm-controller reads it from the cluster, and fails the release when a reference that is not optional is missing)", kind, vf.Name, opt))
+		var data map[string]string
+		var where string
+		if src := fx.lookup(kind, t.Cluster, ns, vf.Name); src != nil {
+			data, where = stringData(src), src.File+" "+vf.Name
+		} else if r, ok := d.liveData(kind, t.Cluster, ns, vf.Name); ok && r.err == nil && r.found {
+			// helm-controller reads valuesFrom objects from the cluster
+			// (ChartValuesFromReferences).
+			data, where = r.data, "live "+kind+" "+nsName(ns, vf.Name)
+			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s is not in the repository: its values were read from the live cluster", kind, vf.Name))
+		} else if ok && r.err == nil && vf.Optional {
+			continue // absent and optional: helm-controller goes on without it
+		} else {
+			why := "its values are not used (helm-controller reads it from the cluster, and fails the release when a reference that is not optional is missing)"
+			switch {
+			case ok && r.err == nil:
+				why = "it does not exist on the live cluster either: helm-controller fails the release"
+			case ok:
+				why = fmt.Sprintf("reading it from the live cluster failed (%v): its values are not used", r.err)
+			}
+			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s%s is not in the repository: %s", kind, vf.Name, opt, why))
 			continue
 		}
 		vkey := firstNonEmpty(vf.ValuesKey, "values.yaml")
-		raw, ok := stringData(src)[vkey]
+		raw, ok := data[vkey]
 		if !ok {
 			t.Notes = append(t.Notes, fmt.Sprintf("valuesFrom %s %s%s has no key %s: its values are not used (helm-controller fails the release unless the reference is optional)", kind, vf.Name, opt, vkey))
 			continue
@@ -753,7 +785,7 @@ func (d *discovery) fluxReleaseValues(t config.Target, m *manifest, s fluxHelmRe
 			continue
 		}
 		var vals map[string]any
-		if err := render.UnmarshalYAML([]byte(raw), src.File+" "+vf.Name+"/"+vkey, &vals); err != nil {
+		if err := render.UnmarshalYAML([]byte(raw), where+"/"+vkey, &vals); err != nil {
 			note := fmt.Sprintf("valuesFrom %s %s key %s is not a YAML map: its values are not used", kind, vf.Name, vkey)
 			if kind != "Secret" { // never quote the parse error of a Secret: it may quote the value
 				note += " (" + err.Error() + ")"

@@ -45,6 +45,14 @@ type Options struct {
 	// Clusters lists Argo CD's cluster Secrets for the clusters generator of
 	// ApplicationSets; nil lists every clusters generator as not rendered.
 	Clusters ClusterLister
+	// LiveData reads the data of a ConfigMap or Secret (kind) from the live
+	// cluster named cluster ("" for the default one): a HelmRelease's
+	// valuesFrom and a Kustomization's postBuild.substituteFrom that the
+	// repository does not hold, which helm-controller and kustomize-controller
+	// read there. Secret data comes decoded; discovery passes on only hidden
+	// placeholders of it. found is false when the object does not exist; err
+	// when it cannot be read. nil reads nothing live.
+	LiveData func(ctx context.Context, cluster, kind, namespace, name string) (data map[string]string, found bool, err error)
 	// Remote says whether the remote policy allows fetching a URL (nil: remote
 	// fetching is off). A chart from a Helm HTTP repository becomes a target that
 	// fetches it only when Remote allows its repository; otherwise it is listed
@@ -291,6 +299,34 @@ type discovery struct {
 	clusterCache map[string]clusterList
 	// sets are what each ApplicationSet generated, once per discovery.
 	sets map[*manifest]*setGen
+	// live holds what Options.LiveData read, once per object.
+	live map[string]liveRead
+}
+
+// liveRead is one Options.LiveData answer.
+type liveRead struct {
+	data  map[string]string
+	found bool
+	err   error
+}
+
+// liveData reads a ConfigMap or Secret the repository does not hold from the
+// cluster, once per discovery; ok is false when nothing is read live
+// (Options.LiveData nil).
+func (d *discovery) liveData(kind, cluster, ns, name string) (r liveRead, ok bool) {
+	if d.opts.LiveData == nil {
+		return liveRead{}, false
+	}
+	k := kind + "|" + clusterKey(cluster, ns, name)
+	if r, ok := d.live[k]; ok {
+		return r, true
+	}
+	r.data, r.found, r.err = d.opts.LiveData(d.ctx, cluster, kind, ns, name)
+	if d.live == nil {
+		d.live = map[string]liveRead{}
+	}
+	d.live[k] = r
+	return r, true
 }
 
 // templates executes an ApplicationSet's templates (Options.Templates).

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -29,6 +31,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	opts.Controllers.ClusterNames = clusterNames(req)
 	opts.Controllers.Branch = req.BaseBranch
 	opts.Controllers.Clusters = argoClusterLister(req)
+	opts.Controllers.LiveData = liveDataReader(req)
 	opts.Controllers.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
 		ro := t.Render
 		ro.Remote = req.Remote
@@ -98,6 +101,86 @@ func argoClusterLister(req Request) gitops.ClusterLister {
 		cache[ns] = read{list, err}
 		return list, err
 	}
+}
+
+// liveDataReader is how discovery reads a ConfigMap or Secret the repository
+// does not hold from the target's cluster (a HelmRelease's valuesFrom, a
+// Kustomization's substituteFrom, which the Flux controllers read there): the
+// cluster the live comparison uses for it, unless its live mode is off. Each
+// object is read once per preview; Secret values go no further than
+// discovery, which passes on hidden placeholders. nil when no cluster is
+// configured.
+func liveDataReader(req Request) func(ctx context.Context, cluster, kind, ns, name string) (map[string]string, bool, error) {
+	if req.DefaultCluster == nil && len(req.Clusters) == 0 {
+		return nil
+	}
+	type read struct {
+		data  map[string]string
+		found bool
+		err   error
+	}
+	var mu sync.Mutex
+	cache := map[string]read{}
+	return func(ctx context.Context, cluster, kind, ns, name string) (map[string]string, bool, error) {
+		var cl *Cluster
+		if c, ok := req.Clusters[cluster]; ok && cluster != "" {
+			cl = &c
+		} else if req.DefaultCluster != nil {
+			cl = req.DefaultCluster
+		}
+		if cl == nil || cl.Config == nil {
+			return nil, false, fmt.Errorf("no credentials for cluster %q are configured", cluster)
+		}
+		if cl.LiveMode == "off" {
+			return nil, false, errors.New("live mode is off")
+		}
+		key := cl.Name + "|" + cluster + "|" + kind + "|" + ns + "/" + name
+		mu.Lock()
+		defer mu.Unlock()
+		if r, ok := cache[key]; ok {
+			return r.data, r.found, r.err
+		}
+		var r read
+		r.data, r.found, r.err = readLiveData(ctx, cl.Config, kind, ns, name)
+		cache[key] = r
+		return r.data, r.found, r.err
+	}
+}
+
+// readLiveData reads one ConfigMap's data or Secret's (decoded) data.
+func readLiveData(ctx context.Context, cfg *rest.Config, kind, ns, name string) (map[string]string, bool, error) {
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out := map[string]string{}
+	switch kind {
+	case "ConfigMap":
+		cm, err := kc.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, name, err)
+		}
+		maps.Copy(out, cm.Data)
+	case "Secret":
+		s, err := kc.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("reading Secret %s/%s: %w", ns, name, err)
+		}
+		for k, v := range s.Data {
+			out[k] = string(v)
+		}
+	default:
+		return nil, false, fmt.Errorf("kind %q: want ConfigMap or Secret", kind)
+	}
+	return out, true, nil
 }
 
 // argoClusterSecretLabel marks Argo CD's cluster Secrets (common.LabelKeySecretType,

@@ -1195,6 +1195,32 @@ var gitopsCases = []gitopsCase{
 			}
 		},
 	},
+	// Issue 21: valuesFrom and substituteFrom objects that only the cluster
+	// holds are read there, as helm-controller and kustomize-controller read
+	// them: the renders use their values (the Secret's hidden), not empty ones.
+	{
+		name: "95-flux-values-from-live",
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g95-web", "ConfigMap/g95/web-config", diffing.ActionModified, diffing.ActionModified)
+			wantChange(t, rep, "g95-app", "ConfigMap/g95/app-settings", diffing.ActionModified, diffing.ActionModified)
+			md := report.Markdown(rep, report.DefaultOptions())
+			for _, out := range []string{md, string(js)} {
+				if strings.Contains(out, "SECRET-VALUE") {
+					t.Errorf("a Secret value leaked into the output:\n%s", out)
+				}
+			}
+			for _, c := range targetNamed(t, rep, "g95-web").Changes {
+				if c.Key.Name == "web-config" && (!strings.Contains(c.Diff, " LOG_LEVEL: debug") || strings.Contains(c.LiveDiff, "-  LOG_LEVEL")) {
+					t.Errorf("web-config must render with the live values (LOG_LEVEL debug, the token set):\n%s\n%s", c.Diff, c.LiveDiff)
+				}
+			}
+			for _, c := range targetNamed(t, rep, "g95-app").Changes {
+				if c.Key.Name == "app-settings" && (!strings.Contains(c.Diff, " cluster: test-cluster") || strings.Contains(c.LiveDiff, "-  cluster:")) {
+					t.Errorf("app-settings must render with the live variables:\n%s\n%s", c.Diff, c.LiveDiff)
+				}
+			}
+		},
+	},
 }
 
 // ignoreReplicas is the ignoreDifferences of 04-argo-ignore-differences.
