@@ -17,23 +17,8 @@ import (
 // pages on: the comment links the page at the server's public URL, and the
 // server serves the preview's page at that link, and nothing at a tampered one.
 func TestReportPageLinked(t *testing.T) {
-	repo := newGitRepo(t)
-	host := newFakeHost("github", repo.URL)
-	p := newFakePreviewer()
-	store, err := reports.Open(reports.Options{Dir: filepath.Join(t.TempDir(), "reports"), BaseURL: "https://driftpreview.example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := startServer(t, host, p, func(o *server.Options) {
-		o.Jobs.Reports = store
-		o.Handler.Reports = store
-	})
-	prA := pr("acme/shop", 7, repo.Head)
-	prA.BaseSHA = repo.Base
-	if code := srv.post(t, bot.Event{Kind: bot.EventRun, DeliveryID: "d1", PR: prA}); code != 202 {
-		t.Fatalf("delivery: %d", code)
-	}
-	eventually(t, "the final status", func() bool { return len(host.states(repo.Head)) == 2 })
+	repo, host, store, srv := reportServer(t, 0)
+	_ = store
 	comments := host.Comments()
 	if len(comments) != 1 {
 		t.Fatalf("%d comments", len(comments))
@@ -57,5 +42,38 @@ func TestReportPageLinked(t *testing.T) {
 	}
 	if code, _ := get(strings.Replace(m[1], "sig=", "sig=0", 1)); code != http.StatusForbidden {
 		t.Errorf("GET a tampered link: %d, want 403", code)
+	}
+}
+
+// reportServer runs one job with report pages capped at maxBytes (0: the
+// default) and returns once its final status is set.
+func reportServer(t *testing.T, maxBytes int64) (*gitRepo, *fakeHost, *reports.Store, *running) {
+	t.Helper()
+	repo := newGitRepo(t)
+	host := newFakeHost("github", repo.URL)
+	store, err := reports.Open(reports.Options{Dir: filepath.Join(t.TempDir(), "reports"), BaseURL: "https://driftpreview.example.com", MaxBytes: maxBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, host, newFakePreviewer(), func(o *server.Options) {
+		o.Jobs.Reports = store
+		o.Handler.Reports = store
+	})
+	prA := pr("acme/shop", 7, repo.Head)
+	prA.BaseSHA = repo.Base
+	if code := srv.post(t, bot.Event{Kind: bot.EventRun, DeliveryID: "d1", PR: prA}); code != 202 {
+		t.Fatalf("delivery: %d", code)
+	}
+	eventually(t, "the final status", func() bool { return len(host.states(repo.Head)) == 2 })
+	return repo, host, store, srv
+}
+
+// TestReportPageOverCap: a page over reports.maxBytes is not kept, and the
+// comment still goes out, without a link to it.
+func TestReportPageOverCap(t *testing.T) {
+	repo, host, _, _ := reportServer(t, 1000)
+	comments := host.Comments()
+	if len(comments) != 1 || strings.Contains(comments[0].Pages[0], "Full report") || !strings.Contains(comments[0].Pages[0], repo.Head[:7]) {
+		t.Errorf("comments %+v, want one without a report link", comments)
 	}
 }
