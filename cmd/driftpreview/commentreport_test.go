@@ -42,26 +42,26 @@ func TestCommentReportFile(t *testing.T) {
 		}
 		check(t, page, stdout, "📄 **[Full report](https://gitlab.example.com/acme/platform/gitops/-/jobs/9001/artifacts/file/out/driftpreview%20report.html)**")
 	})
-	t.Run("github", func(t *testing.T) {
-		clearCIEnv(t)
-		githubActionsEnv(t, "pull_request", eventFile(t, "pull_request.synchronize.json", base, head), "https://api.github.example", "ghs_not-used-in-a-dry-run")
-		page := filepath.Join(t.TempDir(), "driftpreview-report.html")
-		code, stdout, stderr := runCommentCmd(t, "--repo", repo, "--live-mode", "off", "--dry-run", "--report-file", page)
-		if code != exitFailing {
-			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-		}
-		check(t, page, stdout, "download it from [this run's artifacts](https://github.com/acme/gitops/actions/runs/7014392841)")
-	})
-	t.Run("report-url", func(t *testing.T) {
-		clearCIEnv(t)
-		githubActionsEnv(t, "pull_request", eventFile(t, "pull_request.synchronize.json", base, head), "https://api.github.example", "ghs_not-used-in-a-dry-run")
-		page := filepath.Join(t.TempDir(), "driftpreview-report.html")
-		code, stdout, stderr := runCommentCmd(t, "--repo", repo, "--live-mode", "off", "--dry-run", "--report-file", page, "--report-url", "https://reports.example.com/pr-17.html")
-		if code != exitFailing {
-			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
-		}
-		check(t, page, stdout, "📄 **[Full report](https://reports.example.com/pr-17.html)**")
-	})
+	// GitHub: the run's artifacts, or the URL --report-url names.
+	for name, tc := range map[string]struct {
+		extra []string
+		link  string
+	}{
+		"github":     {nil, "download it from [this run's artifacts](https://github.com/acme/gitops/actions/runs/7014392841)"},
+		"report-url": {[]string{"--report-url", "https://reports.example.com/pr-17.html"}, "📄 **[Full report](https://reports.example.com/pr-17.html)**"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clearCIEnv(t)
+			githubActionsEnv(t, "pull_request", eventFile(t, "pull_request.synchronize.json", base, head), "https://api.github.example", "ghs_not-used-in-a-dry-run")
+			page := filepath.Join(t.TempDir(), "driftpreview-report.html")
+			args := append([]string{"--repo", repo, "--live-mode", "off", "--dry-run", "--report-file", page}, tc.extra...)
+			code, stdout, stderr := runCommentCmd(t, args...)
+			if code != exitFailing {
+				t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+			}
+			check(t, page, stdout, tc.link)
+		})
+	}
 }
 
 func TestReportLinkForGitLabOutsideProject(t *testing.T) {
