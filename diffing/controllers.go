@@ -3,6 +3,7 @@ package diffing
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftpreview/driftpreview/render"
@@ -67,6 +68,40 @@ const (
 	// foreground variant adds a suffix.
 	ArgoCDResourcesFinalizer = "resources-finalizer.argocd.argoproj.io"
 )
+
+// ArgoCDCascades says whether an Application with these finalizers deletes what
+// it deployed when it is deleted: it carries one of Argo CD's propagation
+// policy finalizers, the resources finalizer or its /foreground or /background
+// form (argo-cd pkg/apis/application/v1alpha1/types.go CascadedDeletion,
+// isPropagationPolicyFinalizer; application_defaults.go).
+func ArgoCDCascades(finalizers []string) bool {
+	for _, f := range finalizers {
+		switch f {
+		case ArgoCDResourcesFinalizer, ArgoCDResourcesFinalizer + "/foreground", ArgoCDResourcesFinalizer + "/background":
+			return true
+		}
+	}
+	return false
+}
+
+// RemovalKeeps names why a Flux controller leaves obj in place when the
+// controller object of kind that deployed it is deleted with a cascade, or ""
+// when it deletes it: kustomize-controller skips objects marked
+// reconcile: disabled or ssa: ignore
+// (internal/controller/kustomization_controller.go deleteObjects); prune:
+// disabled and helm.sh/resource-policy: keep are protections of their own
+// (protection), and Argo CD's are ArgoSync's.
+func RemovalKeeps(kind string, obj *unstructured.Unstructured) string {
+	if kind != FluxKustomization.Kind || obj == nil {
+		return ""
+	}
+	for _, mark := range [][2]string{{"kustomize.toolkit.fluxcd.io/reconcile", "disabled"}, {"kustomize.toolkit.fluxcd.io/ssa", "ignore"}} {
+		if obj.GetAnnotations()[mark[0]] == mark[1] || obj.GetLabels()[mark[0]] == mark[1] {
+			return code(mark[0] + ": " + mark[1])
+		}
+	}
+	return ""
+}
 
 // The controller kinds.
 var (

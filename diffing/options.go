@@ -45,6 +45,9 @@ type Options struct {
 	// and policy: they and the objects' sync-options annotations decide prunes,
 	// cascade deletions and replaces (ArgoSync). Nil for other controllers.
 	Argo *ArgoSync
+	// RemovedKind is the kind of that controller object (a ControllerKinds
+	// row): what its controller leaves in place of a cascade (RemovalKeeps).
+	RemovedKind string
 }
 
 // DefaultOptions is prune on, manager "driftpreview", and the default policy.

@@ -80,6 +80,9 @@ func (d *differ) checkRemoved() {
 		if protect == "" {
 			protect = d.helmCRDKept(k)
 		}
+		if protect == "" && d.opts.Removal != "" {
+			protect = RemovalKeeps(d.opts.RemovedKind, live)
+		}
 		if newKey, ok := rotated[k]; ok {
 			d.hashRotation(k, newKey, protect)
 			if live != nil && d.opts.Prune && protect == "" {
@@ -98,6 +101,10 @@ func (d *differ) checkRemoved() {
 			switch {
 			case d.opts.Prune && d.opts.Removal != "":
 				msg = fmt.Sprintf("%s, but %s keeps this object: it keeps running unmanaged.", d.opts.Removal, protect)
+				if _, detail := d.children(k); detail != "" {
+					// A CRD that stays keeps every custom resource of its kind.
+					msg = strings.TrimSuffix(msg, ".") + fmt.Sprintf(", and so do the custom resources of its kind (%s).", detail)
+				}
 			case d.opts.Prune:
 				msg = fmt.Sprintf("Removed from git, but %s protects it from prune: it keeps running unmanaged.", protect)
 			case d.opts.Removal != "":
@@ -161,14 +168,29 @@ func protection(obj *unstructured.Unstructured) string {
 
 // cascade reports prune-cascade for a pruned Namespace or CRD with live children.
 func (d *differ) cascade(k render.ObjectKey) {
+	what, detail := d.children(k)
+	if what == "" {
+		return
+	}
+	msg := fmt.Sprintf("Pruning it deletes %s too", what)
+	if detail != "" {
+		msg += ": " + detail
+	}
+	d.add(Finding{Rule: RulePruneCascade, Key: k, Message: msg + "."})
+}
+
+// children says what lives in a Namespace or under a CRD that is removed ("all
+// 2 of its custom resources", detail "2 Gizmos"), or "" when nothing does or
+// the live state is not known.
+func (d *differ) children(k render.ObjectKey) (what, detail string) {
 	isNS := k.Group == "" && k.Kind == "Namespace"
 	isCRD := k.Group == "apiextensions.k8s.io" && k.Kind == "CustomResourceDefinition"
 	if !d.liveOK || (!isNS && !isCRD) {
-		return
+		return "", ""
 	}
 	ch, ok := d.in.Live.Children[k]
 	if !ok || ch.Total <= 0 {
-		return
+		return "", ""
 	}
 	kinds := slices.Collect(maps.Keys(ch.ByKind))
 	slices.SortFunc(kinds, func(a, b string) int {
@@ -197,15 +219,14 @@ func (d *differ) cascade(k render.ObjectKey) {
 	if rest := ch.Total - listed; rest > 0 && len(parts) > 0 {
 		parts = append(parts, fmt.Sprintf("%d other %s", rest, plural("object", rest)))
 	}
-	what := fmt.Sprintf("the %d %s in the namespace", ch.Total, plural("object", ch.Total))
+	what = fmt.Sprintf("the %d %s in the namespace", ch.Total, plural("object", ch.Total))
 	if isCRD {
 		what = fmt.Sprintf("all %d of its custom %s", ch.Total, plural("resource", ch.Total))
 	}
-	msg := fmt.Sprintf("Pruning it deletes %s too", what)
 	if len(parts) > 0 {
-		msg += ": " + joinAnd(parts, len(parts))
+		detail = joinAnd(parts, len(parts))
 	}
-	d.add(Finding{Rule: RulePruneCascade, Key: k, Message: msg + "."})
+	return what, detail
 }
 
 // controllerCascade reports prune-cascade for a pruned GitOps controller object whose
@@ -220,8 +241,7 @@ func (d *differ) controllerCascade(k render.ObjectKey, objs ...*unstructured.Uns
 			continue
 		}
 		switch {
-		case k.GroupKind() == ArgoCDApplication.GroupKind() &&
-			slices.ContainsFunc(o.GetFinalizers(), func(f string) bool { return strings.HasPrefix(f, ArgoCDResourcesFinalizer) }):
+		case k.GroupKind() == ArgoCDApplication.GroupKind() && ArgoCDCascades(o.GetFinalizers()):
 			why = "Argo CD's resources finalizer cascades the delete"
 		case k.GroupKind() == FluxKustomization.GroupKind():
 			if prune, _, _ := unstructured.NestedBool(o.Object, "spec", "prune"); prune {

@@ -230,6 +230,9 @@ type Controller struct {
 	// declares them (the base's when the head does not): what the controller
 	// does after the merge (Options.Argo).
 	Argo *ArgoSync `json:"-"`
+	// DeletionPolicy is a Flux Kustomization's spec.deletionPolicy (empty:
+	// MirrorPrune, which follows Prune): what deleting it does to its inventory.
+	DeletionPolicy string `json:"-"`
 }
 
 // TargetReport is everything found for one target.

@@ -58,6 +58,11 @@ type Target struct {
 	// the controller deploys after the merge. Everything else (whether the target
 	// is compared, sync, ignore rules, policy) stays as the base declares it.
 	HeadSide *HeadSide
+	// DeclaredBy is, for a discovered target, the key (cluster and name, as
+	// discover.Key gives it) of the target whose render declares its controller
+	// object (an app of apps, a Flux Kustomization applying a directory of
+	// Kustomizations); empty when a file of the repository declares it.
+	DeclaredBy string
 }
 
 // HeadSide is how the head commit renders a discovered target.

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/bot/gitops"
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
 const setRepo = "https://github.com/example/fleet.git"
@@ -107,5 +109,50 @@ func TestSetKeepsApplications(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMarkDeletedScopesIncompleteHead: a head whose discovery could not render
+// one target hides only the deletions that target may hide (what base found
+// through it, directly or through what it declares), never the others
+// (issue 21: one unrelated render gap cancelled every deletion).
+func TestMarkDeletedScopesIncompleteHead(t *testing.T) {
+	app := func(name, declaredBy string) config.Target {
+		return config.Target{Name: name, Cluster: "in-cluster", DeclaredBy: declaredBy,
+			Controller: &diffing.Controller{Kind: "Application", Name: name, Namespace: "argocd"}}
+	}
+	root := gitops.TargetKey("in-cluster", "root")
+	child := gitops.TargetKey("in-cluster", "child-root")
+	base := &gitops.Result{Targets: []config.Target{
+		app("root", ""), app("child-root", root), app("grandchild", child),
+		app("declared-by-file", ""), app("gone-from-root", root),
+	}}
+	head := &gitops.Result{Targets: []config.Target{app("root", "")}, Incomplete: true, Unsearched: map[string]bool{root: true}}
+	targets := slices.Clone(base.Targets)
+	for i := range targets {
+		c := *targets[i].Controller
+		targets[i].Controller = &c
+	}
+	markDeleted(targets, base, head)
+	var got []string
+	for _, tr := range targets {
+		if tr.Controller.Deleted {
+			got = append(got, tr.Name)
+		}
+	}
+	if want := []string{"declared-by-file"}; !slices.Equal(got, want) {
+		t.Errorf("deleted %v, want %v: only what root (unsearched at head) may declare is unknown", got, want)
+	}
+	// A complete head knows every deletion.
+	head.Incomplete, head.Unsearched = false, nil
+	markDeleted(targets, base, head)
+	got = got[:0]
+	for _, tr := range targets {
+		if tr.Controller.Deleted {
+			got = append(got, tr.Name)
+		}
+	}
+	if want := []string{"child-root", "grandchild", "declared-by-file", "gone-from-root"}; !slices.Equal(got, want) {
+		t.Errorf("deleted %v, want %v", got, want)
 	}
 }

@@ -118,6 +118,7 @@ func (d *discovery) expandAppSet(m *manifest) (apps []*manifest, notRendered []c
 			continue
 		}
 		app.File, app.Line, app.Parent, app.Cluster, app.Generator = m.File, m.Line, m.Parent, m.Cluster, m.Name
+		app.parentKey = m.parentKey
 		app.generatorKeeps = !info.AllowsDelete()
 		if _, dup := byName[app.Name]; dup {
 			notes = append(notes, fmt.Sprintf("ApplicationSet %s (%s): two parameter sets generate Application %s; Argo CD keeps one", m.Name, m.where(), app.Name))

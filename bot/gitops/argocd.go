@@ -597,16 +597,18 @@ func (d *discovery) otherRevision(rev string) bool {
 
 // argoFinalizer reports whether an Application carries Argo CD's resources
 // finalizer (resources-finalizer.argocd.argoproj.io, with or without a
-// /background or /foreground suffix): deleting it then deletes what it deployed.
+// /background or /foreground suffix): deleting it then deletes what it deployed
+// (diffing.ArgoCDCascades).
 func argoFinalizer(obj map[string]any) bool {
 	md, _ := obj["metadata"].(map[string]any)
 	fs, _ := md["finalizers"].([]any)
+	var names []string
 	for _, f := range fs {
-		if s, ok := f.(string); ok && strings.HasPrefix(s, diffing.ArgoCDResourcesFinalizer) {
-			return true
+		if s, ok := f.(string); ok {
+			names = append(names, s)
 		}
 	}
-	return false
+	return diffing.ArgoCDCascades(names)
 }
 
 // argoEnableOCI says whether Argo CD would treat the scheme-less Helm repoURL u

@@ -210,6 +210,7 @@ type fluxKustomizationSpec struct {
 	Spec struct {
 		Path            string           `json:"path"`
 		Prune           bool             `json:"prune"`
+		DeletionPolicy  string           `json:"deletionPolicy"`
 		Force           bool             `json:"force"`
 		Suspend         bool             `json:"suspend"`
 		TargetNamespace string           `json:"targetNamespace"`
@@ -277,6 +278,7 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 	}
 	s := ks.Spec
 	ctrl.AutoSync, ctrl.Prune, ctrl.SelfHeal, ctrl.Suspended, ctrl.Replace = !s.Suspend, s.Prune, !s.Suspend, s.Suspend, s.Force
+	ctrl.DeletionPolicy = s.DeletionPolicy
 	t.Sync = config.Sync{Prune: s.Prune, SelfHeal: true, Manager: diffing.FluxKustomization.Manager, Replace: s.Force}
 	t.Namespace = s.TargetNamespace
 	if s.Suspend {

@@ -93,6 +93,11 @@ type Result struct {
 	// Incomplete is true when a target could not be rendered to look for nested
 	// controller objects, so an object missing from Targets may still exist.
 	Incomplete bool
+	// Unsearched holds the TargetKey of every target that could not be
+	// rendered to look for nested controller objects (or that the depth limit
+	// left unsearched): only objects it may render are unknown, so a deletion
+	// found outside its subtree still holds (see config.Target.DeclaredBy).
+	Unsearched map[string]bool
 	// Sets are the ApplicationSets found, by SetKey, with what they generate.
 	Sets map[string]SetInfo
 }
@@ -189,6 +194,9 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		if depth >= opts.MaxDepth {
 			res.Notes = append(res.Notes, fmt.Sprintf("stopped looking for nested GitOps objects after %d levels of rendering; targets %s were not searched", opts.MaxDepth, targetNames(todo)))
 			res.Incomplete = true
+			for _, t := range todo {
+				res.unsearched(t)
+			}
 			break
 		}
 		added := 0
@@ -234,6 +242,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		if n, ok := failed[renderKey(t)]; ok {
 			res.Notes = append(res.Notes, n)
 			res.Incomplete = true
+			res.unsearched(t)
 		}
 	}
 	for _, t := range roots {
@@ -257,6 +266,18 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	}
 	return res, nil
 }
+
+// unsearched records that t's render was not searched for nested objects.
+func (r *Result) unsearched(t config.Target) {
+	if r.Unsearched == nil {
+		r.Unsearched = map[string]bool{}
+	}
+	r.Unsearched[TargetKey(t.Cluster, t.Name)] = true
+}
+
+// TargetKey is a target's cluster and name as one key, the form of
+// discover.Key, Result.Unsearched and config.Target.DeclaredBy.
+func TargetKey(cluster, name string) string { return cluster + "\x00" + name }
 
 // targetLabel names a target for notes: its name, and its cluster when it has one.
 func targetLabel(t config.Target) string {
@@ -465,30 +486,36 @@ func (d *discovery) build() *built {
 			apps = append(apps, m)
 		}
 	}
+	declared := func(ts []config.Target, m *manifest) []config.Target {
+		for i := range ts {
+			ts[i].DeclaredBy = m.parentKey
+		}
+		return ts
+	}
 	for _, m := range apps {
 		ts, nr := d.argoTargets(m)
-		b.targets = append(b.targets, withNotes(ts, m.dupNotes)...)
-		b.notRendered = append(b.notRendered, withNotes(nr, m.dupNotes)...)
+		b.targets = append(b.targets, declared(withNotes(ts, m.dupNotes), m)...)
+		b.notRendered = append(b.notRendered, declared(withNotes(nr, m.dupNotes), m)...)
 	}
 	for _, m := range d.manifests {
+		var t config.Target
+		var skipped bool
 		switch {
 		case m.superseded || m.templated():
+			continue
 		case m.is(diffing.FluxKustomization):
-			t, skipped := d.fluxKustomization(m, fx)
-			t.Notes = append(t.Notes, m.dupNotes...)
-			if skipped {
-				b.notRendered = append(b.notRendered, t)
-			} else {
-				b.targets = append(b.targets, t)
-			}
+			t, skipped = d.fluxKustomization(m, fx)
 		case m.is(diffing.FluxHelmRelease):
-			t, skipped := d.fluxHelmRelease(m, fx)
-			t.Notes = append(t.Notes, m.dupNotes...)
-			if skipped {
-				b.notRendered = append(b.notRendered, t)
-			} else {
-				b.targets = append(b.targets, t)
-			}
+			t, skipped = d.fluxHelmRelease(m, fx)
+		default:
+			continue
+		}
+		t.DeclaredBy = m.parentKey
+		t.Notes = append(t.Notes, m.dupNotes...)
+		if skipped {
+			b.notRendered = append(b.notRendered, t)
+		} else {
+			b.targets = append(b.targets, t)
 		}
 	}
 	// Names are made unique in a stable order: targets first, by declaring file.

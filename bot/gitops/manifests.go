@@ -27,8 +27,11 @@ type manifest struct {
 	File string
 	Line int
 	// Parent is the target whose render produced it; empty for files in the repo.
-	Parent  string
-	Cluster string // the parent target's cluster, inherited by rendered children
+	Parent string
+	// parentKey is that target's cluster and name (discover.Key's form), so a
+	// side's ancestry can be followed (config.Target.DeclaredBy).
+	parentKey string
+	Cluster   string // the parent target's cluster, inherited by rendered children
 	// Generator names the ApplicationSet that generated an Application, and
 	// generatorKeeps says its applicationsSync policy keeps Applications it no
 	// longer generates.
@@ -319,7 +322,7 @@ func manifestsFromSet(set render.ObjectSet, parent, cluster string) []*manifest 
 		if m == nil {
 			continue
 		}
-		m.File, m.Parent, m.Cluster = o.Source, parent, cluster
+		m.File, m.Parent, m.Cluster, m.parentKey = o.Source, parent, cluster, TargetKey(cluster, parent)
 		out = append(out, m)
 	}
 	return out

@@ -21,11 +21,11 @@ import (
 	"github.com/driftpreview/driftpreview/render"
 )
 
-// resolveTargets returns the configured or discovered targets (discover.Targets),
-// discovery's notes about the repository as a whole, for the report, and the keys
-// (discover.Key) of the targets the base declares. Controller discovery renders
-// through the preview's cache.
-func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request, cache *renderCache) ([]config.Target, []string, map[string]bool, error) {
+// resolveTargets returns the configured or discovered targets (discover.Targets)
+// with discovery's notes about the repository as a whole, for the report, the
+// keys (discover.Key) of the targets the base declares and of those the merge
+// creates. Controller discovery renders through the preview's cache.
+func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request, cache *renderCache) (*discover.Result, error) {
 	opts := discover.Options{Controllers: gitops.DefaultOptions(), Changed: changed, Paths: discover.DefaultPathOptions()}
 	opts.Controllers.RepoURLs = urls
 	opts.Controllers.ClusterNames = clusterNames(req)
@@ -43,11 +43,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	// ApplicationSet templates run in render processes, on the preview's budget.
 	opts.Controllers.Templates = cache.spent.templates
 	opts.Controllers.TemplateLimits = req.TemplateLimits
-	res, err := discover.Targets(ctx, cfg, baseDir, headDir, opts)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return res.Targets, res.Notes, res.AtBase, nil
+	return discover.Targets(ctx, cfg, baseDir, headDir, opts)
 }
 
 func clusterNames(req Request) map[string]string {

@@ -624,6 +624,125 @@ var gitopsCases = []gitopsCase{
 			failing: true,
 		}},
 	},
+	// Issue 21, item 4: a PR deletes an Application whose chart comes from a
+	// Helm repository that is not fetched, with the resources finalizer. The
+	// chart is not rendered, but deleting the Application deletes what it
+	// deployed: listed from its status.resources. Argo CD never deletes a CRD
+	// with an Application (controller/appcontroller.go shouldBeDeleted), so the
+	// CRD and its Widget stay, and the finding names them.
+	{
+		name: "22-argo-app-remote-chart-deleted",
+		must: []string{
+			"prune-cascade Application/argocd/g22-operator",
+			"prune Deployment/g22/operator",
+			"prune ServiceAccount/g22/operator",
+			"orphan CustomResourceDefinition/widgets.g22.example.com",
+		},
+		mustNot: []string{"prune-stateful", "web-config", "controller-missing"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g22-operator")
+			wantChange(t, rep, "g22-operator", "Deployment/g22/operator", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantChange(t, rep, "g22-operator", "CustomResourceDefinition/widgets.g22.example.com", diffing.ActionDeleted, diffing.ActionUnchanged)
+			for _, f := range tr.Findings {
+				switch f.Rule {
+				case diffing.RulePruneCascade:
+					for _, want := range []string{"3 objects in its status.resources", "CustomResourceDefinition `widgets.g22.example.com`", "1 Widget"} {
+						if !strings.Contains(f.Message, want) {
+							t.Errorf("the cascade does not say %q: %s", want, f.Message)
+						}
+					}
+				case diffing.RuleOrphan:
+					if !strings.Contains(f.Message, "never deletes a CRD") || !strings.Contains(f.Message, "1 Widget") {
+						t.Errorf("the CRD's finding does not say why it stays and what stays with it: %s", f.Message)
+					}
+				}
+			}
+			wantDeleted(t, js, "g22-operator")
+		},
+		variants: []gitopsVariant{{
+			// Without the finalizer Argo CD's delete does not cascade.
+			name: "without-finalizer",
+			edits: map[string][2]string{
+				"base/argocd/g22-operator.yaml": {"  finalizers:\n    - resources-finalizer.argocd.argoproj.io\n", ""},
+				"live/application.yaml":         {"  finalizers:\n    - resources-finalizer.argocd.argoproj.io\n", ""},
+			},
+			must:    []string{"orphan Deployment/g22/operator", "orphan ServiceAccount/g22/operator"},
+			mustNot: []string{"prune"},
+		}},
+	},
+	// Issue 21, item 4: an ApplicationSet stops generating an Application while
+	// an unrelated Application does not render (at base and head alike), so
+	// discovery cannot look inside it. That gap does not hide the deletion the
+	// set makes: the set is declared in a file of the repository and expanded
+	// completely at head.
+	{
+		name:    "23-appset-loses-app-render-gap",
+		must:    []string{"prune-cascade Application/argocd/g23-b", "prune ConfigMap/g23/b-config", "render-error"},
+		mustNot: []string{"a-config", "orphan"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g23-b", "ConfigMap/g23/b-config", diffing.ActionDeleted, diffing.ActionDeleted)
+			wantDeleted(t, js, "g23-b")
+		},
+	},
+	// Issue 21, item 4: a PR deletes a Flux Kustomization whose source is
+	// another repository (not rendered), with prune on: kustomize-controller
+	// garbage-collects its status.inventory, the CRD with every Gizmo.
+	{
+		name: "24-flux-ks-deleted-prune",
+		must: []string{
+			"prune-cascade Kustomization/flux-system/g24-gizmos",
+			"prune-cascade CustomResourceDefinition/gizmos.g24.example.com",
+			"prune-stateful CustomResourceDefinition/gizmos.g24.example.com",
+			"prune Deployment/g24/gizmo-controller",
+			"prune ConfigMap/g24/gizmo-settings",
+		},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g24-gizmos")
+			if !slices.ContainsFunc(tr.Findings, func(f diffing.Finding) bool {
+				return f.Rule == diffing.RulePruneCascade && strings.Contains(f.Message, "3 objects in its status.inventory") &&
+					strings.Contains(f.Message, "CustomResourceDefinition `gizmos.g24.example.com`") && strings.Contains(f.Message, "2 Gizmos")
+			}) {
+				t.Errorf("no cascade naming the inventory and the CRD's Gizmos: %q", findingLines(rep))
+			}
+			wantDeleted(t, js, "g24-gizmos")
+		},
+		variants: []gitopsVariant{{
+			// deletionPolicy Orphan: the inventory stays whatever prune says
+			// (kustomize-controller finalizerShouldDeleteResources).
+			name: "deletion-policy-orphan",
+			edits: map[string][2]string{
+				"base/clusters/test/g24-gizmos.yaml": {"  prune: true\n", "  prune: true\n  deletionPolicy: Orphan\n"},
+				"live/kustomization.yaml":            {"  prune: true\n", "  prune: true\n  deletionPolicy: Orphan\n"},
+			},
+			must:    []string{"orphan Deployment/g24/gizmo-controller", "orphan CustomResourceDefinition/gizmos.g24.example.com"},
+			mustNot: []string{"prune"},
+		}},
+	},
+	// Issue 21, item 5: an app of apps gets a child Application for a
+	// directory that is already in the repository: everything it deploys is
+	// created, not "unchanged" because the directory renders alike at base.
+	{
+		name:    "25-argo-new-child-app",
+		mustNot: []string{"controller-missing", "prune", "orphan"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g25-root", "Application/argocd/g25-api", diffing.ActionCreated, diffing.ActionCreated)
+			wantChange(t, rep, "g25-api", "ConfigMap/g25/api-config", diffing.ActionCreated, diffing.ActionCreated)
+			wantChange(t, rep, "g25-api", "Deployment/g25/api", diffing.ActionCreated, diffing.ActionCreated)
+		},
+	},
+	// Issue 21, item 5: a new HelmRelease of a chart the repository already
+	// holds (another release uses it): its objects are created.
+	{
+		name:    "26-flux-new-helmrelease",
+		mustNot: []string{"prune", "orphan"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g26-api", "Deployment/g26/api", diffing.ActionCreated, diffing.ActionCreated)
+			wantChange(t, rep, "g26-api", "Service/g26/api", diffing.ActionCreated, diffing.ActionCreated)
+		},
+	},
 	// Issue 12: what a PR changes about an ApplicationSet's Applications. A PR
 	// that adds a cluster to an add-ons set (a merge of the clusters generator,
 	// over cluster Secrets on the live cluster, with per-cluster git files).
@@ -1746,5 +1865,56 @@ func testAppSetClustersSource(t *testing.T) {
 	tr := targetNamed(t, rep, "g60-addons")
 	if !strings.Contains(tr.Skipped, "live mode is off for cluster test, where Argo CD runs") {
 		t.Errorf("skipped = %q, want the reason the cluster Secrets were not read", tr.Skipped)
+	}
+}
+
+// TestControllerChangesWithoutLive previews the scenarios of issue 21 (items 4
+// and 5) with no live comparison, as the CLI runs by default: a deleted
+// controller object whose source is not rendered still fails the check and
+// says that what it deployed is unknown; a new HelmRelease or child
+// Application shows everything it deploys as created, never "No changes".
+func TestControllerChangesWithoutLive(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		failing bool
+		// cascade is a text the target's prune-cascade must hold; created are
+		// "target key" changes that must be created.
+		target, cascade string
+		created         []string
+	}{
+		{name: "22-argo-app-remote-chart-deleted", failing: true, target: "g22-operator",
+			cascade: "which objects is unknown: its source is not rendered (source outside this repo: https://charts.invalid/g22) and no live comparison was made"},
+		{name: "23-appset-loses-app-render-gap", failing: true, target: "g23-b", cascade: "1 object"},
+		{name: "24-flux-ks-deleted-prune", failing: true, target: "g24-gizmos",
+			cascade: "which objects is unknown: its source is not rendered"},
+		{name: "25-argo-new-child-app", created: []string{"g25-api ConfigMap/g25/api-config", "g25-api Deployment/g25/api"}},
+		{name: "26-flux-new-helmrelease", created: []string{"g26-api Deployment/g26/api", "g26-api Service/g26/api"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "fixtures", "gitops-scenarios", tc.name)
+			repo := gitRepo(t, filepath.Join(dir, "base"), filepath.Join(dir, "head"))
+			rep, err := Run(t.Context(), Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Failing != tc.failing {
+				t.Errorf("failing = %v, want %v; findings:\n  %s", rep.Failing, tc.failing, strings.Join(findingLines(rep), "\n  "))
+			}
+			if tc.cascade != "" {
+				tr := targetNamed(t, rep, tc.target)
+				if !slices.ContainsFunc(tr.Findings, func(f diffing.Finding) bool {
+					return f.Rule == diffing.RulePruneCascade && f.Severity == diffing.SeverityError && strings.Contains(f.Message, tc.cascade)
+				}) {
+					t.Errorf("%s: no prune-cascade saying %q; findings:\n  %s", tc.target, tc.cascade, strings.Join(findingLines(rep), "\n  "))
+				}
+			}
+			for _, c := range tc.created {
+				target, key, _ := strings.Cut(c, " ")
+				wantChange(t, rep, target, key, diffing.ActionCreated, "")
+			}
+			if md := report.Markdown(rep, report.DefaultOptions()); len(tc.created) > 0 && strings.Contains(md, "No changes") {
+				t.Errorf("the comment says No changes:\n%s", md)
+			}
+		})
 	}
 }

@@ -221,10 +221,11 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		cache.disk = req.RenderCache
 		defer req.RenderCache.Trim()
 	}
-	targets, notes, atBase, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req, cache)
+	found, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req, cache)
 	if err != nil {
 		return nil, err
 	}
+	targets, notes, atBase := found.Targets, found.Notes, found.AtBase
 	renamed := markRenamed(targets, atBase)
 	if len(req.Targets) > 0 {
 		var kept []config.Target
@@ -263,7 +264,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	endTargets()
 	endCompare := phase(prog, PhaseCompare)
 
-	p := pipeline{req: req, cfg: cfg, base: checkout{"base", baseDir}, head: checkout{"head", headDir}, readers: map[string]*live.Reader{}, warm: warm, renders: cache, atBase: atBase, renamed: renamed}
+	p := pipeline{req: req, cfg: cfg, base: checkout{"base", baseDir}, head: checkout{"head", headDir}, readers: map[string]*live.Reader{}, warm: warm, renders: cache, atBase: atBase, created: found.New, renamed: renamed}
 	// Targets are independent: render and read them in parallel, one per CPU, and
 	// keep the report in target order.
 	rep.Targets = make([]diffing.TargetReport, len(targets))
@@ -311,6 +312,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	createdByMerge(rep)
 	renamesAdopt(rep, targets)
 	sharedResources(rep, targets)
+	dedupeCascades(rep, targets)
 	dedupeDeprecations(rep)
 	diffing.Finish(rep, cfg.Policy)
 	endCompare()
@@ -408,6 +410,9 @@ type pipeline struct {
 	// atBase names the targets the base commit declares (in its config, or found
 	// by discovery at base): their discovery findings hold at base too.
 	atBase map[string]bool
+	// created names the targets whose controller object the merge creates
+	// (discover.Result.New): their base side is empty.
+	created map[string]bool
 	// renamed maps the discover.Key of each Application the PR renames to the
 	// target of its new name (markRenamed).
 	renamed map[string]config.Target
@@ -423,6 +428,14 @@ type pipeline struct {
 // rendered once it reads the checkouts no more (it may return without calling it).
 func (p *pipeline) target(ctx context.Context, t config.Target, rendered func()) diffing.TargetReport {
 	opts := p.cfg.DiffOptions(t)
+	deleted := t.Controller != nil && t.Controller.Deleted
+	if t.Skip != "" && deleted {
+		// Not rendered, but deleting its controller object deletes what it
+		// deployed all the same: judged from the controller object and its
+		// live record, with nothing rendered at either side.
+		rendered()
+		return p.compare(ctx, t, diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}, opts, rendering{unrendered: t.Skip})
+	}
 	if t.Skip != "" {
 		findings := slices.Clone(t.Findings)
 		if p.atBase[discover.Key(t)] {
@@ -438,7 +451,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	// Base and head render at the same time (the render cache bounds how many
 	// renders run at once by CPUs, and renders a target alike at both once).
 	var headDone chan struct{}
-	if t.Controller == nil || !t.Controller.Deleted {
+	if !deleted {
 		ht := t
 		if h := t.HeadSide; h != nil {
 			ht.Path, ht.Render, ht.Substitute = h.Path, h.Render, h.Substitute
@@ -451,15 +464,21 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	}
 	in.Base, baseNote, in.BaseErr = p.renderAt(ctx, p.base, t)
 	var adopted []render.ObjectKey
-	if c := t.Controller; c != nil && c.Generator != "" && !c.Deleted && !p.atBase[discover.Key(t)] {
-		// An Application its ApplicationSet generates only at head (a new
-		// cluster, a new values file, a selector change): the merge creates it,
-		// so nothing of it is deployed before.
-		in.Base, baseNote, in.BaseErr = render.ObjectSet{}, fmt.Sprintf("ApplicationSet %s generates Application `%s/%s` only with this PR: the merge creates it, and everything it deploys is new.", c.Generator, c.Namespace, c.Name), nil
+	if c := t.Controller; c != nil && !deleted && p.created[discover.Key(t)] && !p.renameTarget(t) {
+		// A controller object only the head declares (a new HelmRelease, an
+		// Application added to an app of apps, an Application its
+		// ApplicationSet generates only at head): the merge creates it, so
+		// nothing of it is deployed before, even when its source renders at
+		// base (a directory or chart already in the repository).
+		baseNote = fmt.Sprintf("%s %s is new in this PR: the merge creates it, and everything it deploys is new.", c.Kind, mdtext.Code(c.Namespace+"/"+c.Name))
+		if c.Generator != "" {
+			baseNote = fmt.Sprintf("ApplicationSet %s generates Application `%s/%s` only with this PR: the merge creates it, and everything it deploys is new.", c.Generator, c.Namespace, c.Name)
+		}
+		in.Base, in.BaseErr = render.ObjectSet{}, nil
 	}
-	if t.Controller != nil && t.Controller.Deleted {
+	if deleted {
 		// Nothing deploys the target after the merge: head is empty.
-		opts.Removal, opts.Prune = removal(t.Controller)
+		opts.Removal, opts.Prune = removal(t.Controller, nil)
 		if next, ok := p.renamed[discover.Key(t)]; ok && !opts.Prune && in.BaseErr == nil {
 			// Renamed without the resources finalizer: the objects the new
 			// name deploys too stay and are adopted by it; its target shows
@@ -477,6 +496,12 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	}
 	// Later steps rebuild the sets (identify, live), which drops Charts.
 	baseCharts, headCharts := in.Base.Charts, in.Head.Charts
+	if reason, ok := unavailable(in.BaseErr); ok && deleted {
+		// A deleted controller object whose source could not be fetched:
+		// judged as one whose source is not rendered.
+		rendered()
+		return p.compare(ctx, t, diffing.Input{Name: t.Name, Path: t.Path, Cluster: t.Cluster}, opts, rendering{unrendered: reason, baseCharts: baseCharts})
+	}
 	if reason, ok := unavailable(in.HeadErr, in.BaseErr); ok {
 		// The controller can render it (it fetches what is missing), this
 		// preview cannot: listed as not rendered, never a render error.
@@ -497,6 +522,25 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	}
 
 	rendered() // the rest reads the cluster and the renders, not the checkouts
+	return p.compare(ctx, t, in, opts, rendering{adopted: adopted, baseNote: baseNote, headNote: headNote, baseCharts: baseCharts, headCharts: headCharts})
+}
+
+// rendering is what p.target's renders give p.compare besides the input.
+type rendering struct {
+	// unrendered says why the source of a target whose controller object the
+	// PR deletes is not rendered: base and head are empty, and what it
+	// deployed comes from the live controller's record.
+	unrendered string
+	// adopted are the base objects the new name of a renamed Application
+	// adopts (adoptedBy).
+	adopted                []render.ObjectKey
+	baseNote, headNote     string
+	baseCharts, headCharts []render.ResolvedChart
+}
+
+// compare reads the target's live state, diffs, and adds the findings and notes
+// of discovery and of the live controller object.
+func (p *pipeline) compare(ctx context.Context, t config.Target, in diffing.Input, opts diffing.Options, r rendering) diffing.TargetReport {
 	cl, liveNote := p.cluster(t)
 	if cl != nil && cl.Name != "" && cl.Name != t.Cluster {
 		// The report names the cluster actually compared; say when that is not the
@@ -507,16 +551,17 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 		}
 		in.Cluster = cl.Name
 	}
+	deleted := t.Controller != nil && t.Controller.Deleted
 	var lr liveRead
 	if cl != nil && in.HeadErr == nil {
 		lr = p.live(ctx, cl, t, &in, opts)
 		opts.Ignore = append(opts.Ignore, lr.ignore...)
 		p.req.progress().LiveRead(t.Name)
 		in.Live = lr.state
-		if st := in.Live; st != nil && len(adopted) > 0 {
+		if st := in.Live; st != nil && len(r.adopted) > 0 {
 			// Tracked live as the old name's, but adopted by the new one.
 			for k := range st.Tracked {
-				if slices.ContainsFunc(adopted, func(a render.ObjectKey) bool { return sameObject(a, k) }) {
+				if slices.ContainsFunc(r.adopted, func(a render.ObjectKey) bool { return sameObject(a, k) }) {
 					delete(st.Tracked, k)
 				}
 			}
@@ -524,11 +569,20 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	} else {
 		identify(&in, t, nil)
 	}
+	cascade := opts.Prune
+	if deleted {
+		// The live controller object is the one deleted: its settings decide.
+		opts.Removal, cascade = removal(t.Controller, lr.ctrl)
+		opts.RemovedKind, opts.Prune = t.Controller.Kind, cascade
+	}
 	tr := diffing.Diff(in, opts)
 	if in.Live != nil {
 		tr.LiveOwners = in.Live.Owners
 	}
-	p.markPreExisting(ctx, &tr, in, opts, lr)
+	if !deleted {
+		// Nothing a deletion does holds at base, where the object exists.
+		p.markPreExisting(ctx, &tr, in, opts, lr)
+	}
 	tr.Controller = t.Controller
 	if lr.suspended {
 		if !t.Controller.Suspended {
@@ -553,15 +607,21 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	}
 	tr.Findings = append(tr.Findings, discovered...)
 	tr.Findings = append(tr.Findings, ctrlFindings...)
-	if f, ok := generatedCascade(t, tr); ok {
+	if f, ok := deletionCascade(t, tr, lr, cascade, r.unrendered); ok {
 		tr.Findings = append(tr.Findings, f)
 	}
-	ctrlNote := lr.note
-	tr.Notes = append(tr.Notes, chartNotes(baseCharts, headCharts)...)
-	if n := releaseNote(lr.release, baseCharts, headCharts); n != "" {
+	if r.unrendered != "" {
+		what := "its live controller object was not read"
+		if lr.record != "" {
+			what = "what it deployed is listed from its " + lr.record
+		}
+		tr.Notes = append(tr.Notes, fmt.Sprintf("The source is not rendered (%s); this PR deletes the %s, so %s.", r.unrendered, t.Controller.Kind, what))
+	}
+	tr.Notes = append(tr.Notes, chartNotes(r.baseCharts, r.headCharts)...)
+	if n := releaseNote(lr.release, r.baseCharts, r.headCharts); n != "" {
 		tr.Notes = append(tr.Notes, n)
 	}
-	for _, n := range []string{baseNote, headNote, liveNote, ctrlNote} {
+	for _, n := range []string{r.baseNote, r.headNote, liveNote, lr.note} {
 		if n != "" {
 			tr.Notes = append(tr.Notes, n)
 		}
@@ -571,12 +631,23 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 		tr.Notes = append(tr.Notes, fmt.Sprintf("ignoreDifferences in %s hide fields from Argo CD's diff only: without the sync option RespectIgnoreDifferences=true a sync applies them as git has them, so the findings on them are shown.", c.Source))
 	}
 	tr.Notes = append(tr.Notes, lr.notes...)
-	if len(adopted) > 0 {
+	if len(r.adopted) > 0 {
 		next := p.renamed[discover.Key(t)]
 		tr.Notes = append(tr.Notes, fmt.Sprintf("Application %s is renamed to %s by this PR. Without Argo CD's resources finalizer, deleting it leaves what it deployed in place, and %s adopts the %d objects it deploys too: their changes are shown under target %s.",
-			mdtext.Code(t.Controller.Namespace+"/"+t.Controller.Name), mdtext.Code(t.Controller.RenamedTo), mdtext.Code(t.Controller.RenamedTo), len(adopted), next.Name))
+			mdtext.Code(t.Controller.Namespace+"/"+t.Controller.Name), mdtext.Code(t.Controller.RenamedTo), mdtext.Code(t.Controller.RenamedTo), len(r.adopted), next.Name))
 	}
 	return tr
+}
+
+// renameTarget says whether t is the new name of an Application the PR renames
+// (markRenamed): it adopts what the old name deployed, so its base side is that.
+func (p *pipeline) renameTarget(t config.Target) bool {
+	for _, n := range p.renamed {
+		if discover.Key(n) == discover.Key(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // liveRead is what p.live read for one target: the live state, the live GitOps
@@ -598,6 +669,14 @@ type liveRead struct {
 	// the report should know.
 	ignore []diffing.IgnoreRule
 	notes  []string
+	// ctrl is the live controller object, when it was read.
+	ctrl *controller.State
+	// inventory and record are the controller's own record of what it
+	// manages, read for a target whose controller object the PR deletes
+	// (status.resources, status.inventory, the Helm release) and what that
+	// record is ("status.inventory"); empty when not read.
+	inventory []render.ObjectKey
+	record    string
 }
 
 // isFlux says whether a Flux controller deploys the target.
@@ -635,6 +714,9 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 	var ignore []diffing.IgnoreRule
 	var notes []string
 	var release [2]string
+	var ctrl *controller.State
+	var inventory []render.ObjectKey
+	var record string
 	if t.Controller != nil {
 		ctrlCluster, why := p.controllerCluster(t, cl)
 		if ctrlCluster == nil {
@@ -645,10 +727,16 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 				return unavailable(fmt.Errorf("reading %s %s on cluster %s: %w", t.Controller.Kind, t.Controller.Name, ctrlCluster.Name, err))
 			}
 			st.Cluster = ctrlCluster.Name
+			ctrl = st
 			if !t.Controller.Deleted {
 				findings = controller.Findings(*t.Controller, st)
+			} else if st.Exists {
+				inventory, record, note = deletedRecord(ctx, ctrlCluster, t.Controller, st)
 			}
 			lo.Inventory = st.Inventory
+			if t.Controller.Deleted && t.Controller.Kind == diffing.FluxHelmRelease.Kind {
+				lo.Inventory = inventory
+			}
 			argo = st.Argo
 			ignore, notes = argoCMIgnores(st.Argo, opts.Argo)
 			release = [2]string{st.ReleaseChart, st.ReleaseVersion}
@@ -658,12 +746,35 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 				// (kustomize-controller and helm-controller return before
 				// reconciling when spec.suspend is set): the merge changes
 				// nothing live, so nothing is predicted.
-				return liveRead{findings: findings, note: note, suspended: true}
+				return liveRead{findings: findings, note: note, suspended: true, ctrl: ctrl}
 			}
 		}
 	}
 	lo.Tracking = tracking(t, argo)
-	return liveRead{state: reader.Read(ctx, in.Base, in.Head, lo), findings: findings, note: note, reader: reader, opts: lo, release: release, ignore: ignore, notes: notes}
+	return liveRead{state: reader.Read(ctx, in.Base, in.Head, lo), findings: findings, note: note, reader: reader, opts: lo, release: release,
+		ignore: ignore, notes: notes, ctrl: ctrl, inventory: inventory, record: record}
+}
+
+// deletedRecord is what the live controller object that the PR deletes says it
+// manages, and where it says so: an Application's status.resources, a
+// Kustomization's status.inventory, a HelmRelease's release in Helm's storage
+// (its newest release Secret, decoded for the objects' names only). A release
+// that cannot be read gives a note instead; the objects Helm's annotations
+// track are still found by the live read.
+func deletedRecord(ctx context.Context, cl *Cluster, c *diffing.Controller, st *controller.State) (keys []render.ObjectKey, record, note string) {
+	switch c.Kind {
+	case diffing.ArgoCDApplication.Kind:
+		return st.Inventory, "status.resources", ""
+	case diffing.FluxKustomization.Kind:
+		return st.Inventory, "status.inventory", ""
+	case diffing.FluxHelmRelease.Kind:
+		keys, err := controller.ReleaseObjects(ctx, cl.Config, st.Release)
+		if err != nil {
+			return nil, "", fmt.Sprintf("The release of HelmRelease %s was not read (%v): what it deployed is found by Helm's release annotations only.", c.Name, err)
+		}
+		return keys, fmt.Sprintf("Helm release (Secret %s/%s)", st.Release.StorageNamespace, st.Release.SecretName()), ""
+	}
+	return nil, "", ""
 }
 
 // markPreExisting marks the findings of tr that already hold at the PR's base, so

@@ -47,6 +47,30 @@ type State struct {
 	// chartName, chartVersion; the history is newest first). Empty when the
 	// object has no history.
 	ReleaseChart, ReleaseVersion string
+	// Release names a HelmRelease's newest release in Helm's storage: its
+	// name, the namespace helm-controller stores it in (status.storageNamespace,
+	// else the snapshot's), and its version (status.history[0]). Empty Name
+	// when the object has no history.
+	Release Release
+	// Finalizers are the live object's metadata.finalizers: what deleting it
+	// does (an Application's resources finalizer).
+	Finalizers []string
+	// DeletionPolicy is a Kustomization's spec.deletionPolicy ("" for the
+	// default, MirrorPrune).
+	DeletionPolicy string
+}
+
+// Release is a Helm release in storage.
+type Release struct {
+	Name, StorageNamespace string
+	Version                int64
+}
+
+// SecretName is the name of the Secret Helm's default storage driver keeps the
+// release in: sh.helm.release.v1.NAME.vVERSION (helm pkg/storage/storage.go
+// makeKey, pkg/storage/driver/secrets.go).
+func (r Release) SecretName() string {
+	return fmt.Sprintf("sh.helm.release.v1.%s.v%d", r.Name, r.Version)
 }
 
 // Read gets the live controller object c names (one GET) and reads its sync policy
@@ -77,7 +101,7 @@ func Read(ctx context.Context, cfg *rest.Config, c diffing.Controller) (*State, 
 	if err != nil {
 		return nil, fmt.Errorf("reading live %s %s/%s: %w", c.Kind, ns, c.Name, err)
 	}
-	st := &State{Exists: true, Argo: argo}
+	st := &State{Exists: true, Argo: argo, Finalizers: obj.GetFinalizers()}
 	switch kind {
 	case diffing.ArgoCDApplication:
 		readApplication(obj, st)
@@ -125,6 +149,7 @@ func readApplication(obj *unstructured.Unstructured, st *State) {
 func readKustomization(obj *unstructured.Unstructured, st *State) {
 	st.Suspended, _, _ = unstructured.NestedBool(obj.Object, "spec", "suspend")
 	st.Prune, _, _ = unstructured.NestedBool(obj.Object, "spec", "prune")
+	st.DeletionPolicy, _, _ = unstructured.NestedString(obj.Object, "spec", "deletionPolicy")
 	st.AutoSync = !st.Suspended
 	st.SelfHeal = !st.Suspended // kustomize-controller re-applies on every interval
 	entries, _, _ := unstructured.NestedSlice(obj.Object, "status", "inventory", "entries")
@@ -151,7 +176,13 @@ func readHelmRelease(obj *unstructured.Unstructured, st *State) {
 		if m, ok := hist[0].(map[string]any); ok {
 			st.ReleaseChart, _ = m["chartName"].(string)
 			st.ReleaseVersion, _ = m["chartVersion"].(string)
+			st.Release.Name, _ = m["name"].(string)
+			st.Release.StorageNamespace, _ = m["namespace"].(string)
+			st.Release.Version, _, _ = unstructured.NestedInt64(m, "version")
 		}
+	}
+	if ns, _, _ := unstructured.NestedString(obj.Object, "status", "storageNamespace"); ns != "" {
+		st.Release.StorageNamespace = ns
 	}
 }
 
