@@ -546,6 +546,21 @@ var gitopsCases = []gitopsCase{
 			},
 		}},
 	},
+	// Issue 24: the head Application's ServerSideApply decides the apply mode,
+	// not the live managedFields. Switched off, Argo CD applies client-side:
+	// without a last-applied annotation kubectl's three-way merge keeps the key
+	// git dropped (dry-run mode sends that PATCH to the apiserver).
+	{
+		name:    "15-argo-ssa-switch",
+		mustNot: []string{"field-conflict", "live-drift"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantLiveDiff(t, rep, "g15-web", "ConfigMap/g15/web-config", []string{"+  LOG_LEVEL: debug", "   LEGACY_MODE: \"on\""}, []string{"-  LEGACY_MODE"})
+		},
+		variants: []gitopsVariant{{
+			name:  "stays-server-side",
+			edits: map[string][2]string{"head/argocd/g15-web.yaml": {"      - CreateNamespace=false\n", "      - ServerSideApply=true\n"}},
+		}},
+	},
 	// Issue 9, defect 10: an app of apps drops a child Application that carries
 	// Argo CD's resources finalizer; its directory stays in the repository.
 	// Deleting the Application deletes what it deployed (prune-cascade on the
@@ -1506,6 +1521,29 @@ func findingOf(t *testing.T, rep *diffing.Report, target string, rule diffing.Ru
 	}
 	t.Errorf("%s: no %s finding on %s", target, rule, key)
 	return diffing.Finding{}
+}
+
+// wantLiveDiff checks the live diff of one object: it has every line of want
+// and none of the texts of not.
+func wantLiveDiff(t *testing.T, rep *diffing.Report, target, key string, want, not []string) {
+	t.Helper()
+	for _, c := range targetNamed(t, rep, target).Changes {
+		if c.Key.String() != key {
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(c.LiveDiff, w) {
+				t.Errorf("%s %s: live diff lacks %q:\n%s", target, key, w, c.LiveDiff)
+			}
+		}
+		for _, n := range not {
+			if strings.Contains(c.LiveDiff, n) {
+				t.Errorf("%s %s: live diff shows %q:\n%s", target, key, n, c.LiveDiff)
+			}
+		}
+		return
+	}
+	t.Errorf("%s: no change for %s", target, key)
 }
 
 // wantMessage checks that target has a finding on key whose message holds text.

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -55,9 +56,41 @@ func appliesClientSide(obj *unstructured.Unstructured, manager string) (bool, er
 // removes only what original had and head no longer has, so fields that are in
 // neither, such as server defaults, stay.
 func clientSideApply(live, head *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	modified, err := modifiedConfiguration(head)
+	p, err := threeWayPatch(live, head)
 	if err != nil {
 		return nil, err
+	}
+	var patched []byte
+	if p.versioned == nil {
+		if patched, err = jsonpatch.MergePatch(p.current, p.patch); err != nil {
+			return nil, fmt.Errorf("applying the three-way JSON merge patch: %w", err)
+		}
+	} else if patched, err = strategicpatch.StrategicMergePatch(p.current, p.patch, p.versioned); err != nil {
+		return nil, fmt.Errorf("applying the three-way strategic merge patch: %w", err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(patched); err != nil {
+		return nil, fmt.Errorf("decoding the patched object: %w", err)
+	}
+	return out, nil
+}
+
+// csaPatch is the patch kubectl apply sends for a client-side apply.
+type csaPatch struct {
+	patch, current []byte
+	typ            types.PatchType
+	// versioned is the Go type a strategic merge patch is computed with; nil
+	// for a JSON merge patch (kinds without one, such as custom resources).
+	versioned runtime.Object
+}
+
+// threeWayPatch computes kubectl apply's patch of head onto live
+// (k8s.io/kubectl/pkg/cmd/apply/patcher.go patchSimple): clientSideApply applies
+// it locally, dry-run mode sends it to the apiserver.
+func threeWayPatch(live, head *unstructured.Unstructured) (csaPatch, error) {
+	modified, err := modifiedConfiguration(head)
+	if err != nil {
+		return csaPatch{}, err
 	}
 	var original []byte
 	if la := live.GetAnnotations()[lastAppliedAnnotation]; la != "" {
@@ -65,39 +98,28 @@ func clientSideApply(live, head *unstructured.Unstructured) (*unstructured.Unstr
 	}
 	current, err := json.Marshal(live.Object)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the live object: %w", err)
+		return csaPatch{}, fmt.Errorf("encoding the live object: %w", err)
 	}
-	var patched []byte
 	versioned, err := scheme.Scheme.New(head.GroupVersionKind())
 	switch {
 	case runtime.IsNotRegisteredError(err):
 		patch, err := jsonmergepatch.CreateThreeWayJSONMergePatch(original, modified, current)
 		if err != nil {
-			return nil, fmt.Errorf("computing the three-way JSON merge patch: %w", err)
+			return csaPatch{}, fmt.Errorf("computing the three-way JSON merge patch: %w", err)
 		}
-		if patched, err = jsonpatch.MergePatch(current, patch); err != nil {
-			return nil, fmt.Errorf("applying the three-way JSON merge patch: %w", err)
-		}
+		return csaPatch{patch: patch, current: current, typ: types.MergePatchType}, nil
 	case err != nil:
-		return nil, err
-	default:
-		meta, err := strategicpatch.NewPatchMetaFromStruct(versioned)
-		if err != nil {
-			return nil, fmt.Errorf("reading patch strategies of %s: %w", head.GroupVersionKind(), err)
-		}
-		patch, err := strategicpatch.CreateThreeWayMergePatch(original, modified, current, meta, true)
-		if err != nil {
-			return nil, fmt.Errorf("computing the three-way strategic merge patch: %w", err)
-		}
-		if patched, err = strategicpatch.StrategicMergePatch(current, patch, versioned); err != nil {
-			return nil, fmt.Errorf("applying the three-way strategic merge patch: %w", err)
-		}
+		return csaPatch{}, err
 	}
-	out := &unstructured.Unstructured{}
-	if err := out.UnmarshalJSON(patched); err != nil {
-		return nil, fmt.Errorf("decoding the patched object: %w", err)
+	meta, err := strategicpatch.NewPatchMetaFromStruct(versioned)
+	if err != nil {
+		return csaPatch{}, fmt.Errorf("reading patch strategies of %s: %w", head.GroupVersionKind(), err)
 	}
-	return out, nil
+	patch, err := strategicpatch.CreateThreeWayMergePatch(original, modified, current, meta, true)
+	if err != nil {
+		return csaPatch{}, fmt.Errorf("computing the three-way strategic merge patch: %w", err)
+	}
+	return csaPatch{patch: patch, current: current, typ: types.StrategicMergePatchType, versioned: versioned}, nil
 }
 
 // modifiedConfiguration is kubectl's GetModifiedConfiguration with annotate on:

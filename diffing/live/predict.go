@@ -189,7 +189,7 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	if err != nil {
 		return diffing.Prediction{Err: st.applyError("simulating apply of", j.key, err)}
 	}
-	csa, err := appliesClientSide(j.live, st.opts.Manager)
+	csa, err := st.clientSide(j)
 	if err != nil {
 		return diffing.Prediction{Err: st.applyError("simulating apply of", j.key, err)}
 	}
@@ -254,6 +254,19 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	}
 	p.Object = canonical(u)
 	return p
+}
+
+// clientSide says whether the GitOps controller applies j client-side (kubectl's
+// three-way merge). For an Argo CD Application its sync options decide, as the
+// head declares them (ArgoSync.ServerSide, gitops-engine sync_context.go
+// shouldUseServerSideApply), so a PR that switches the mode is predicted in the
+// new one; otherwise the live object tells how its manager keeps it
+// (appliesClientSide).
+func (st *read) clientSide(j job) (bool, error) {
+	if a := st.opts.Argo; a != nil {
+		return !a.ServerSide(j.head), nil
+	}
+	return appliesClientSide(j.live, st.opts.Manager)
 }
 
 // clientSideManagers are kubectl's client-side-apply manager and whoever owns the
@@ -327,20 +340,38 @@ func (st *read) dryRun(ctx context.Context, j job) diffing.Prediction {
 	obj, err := ri.Apply(ctx, j.head.GetName(), j.head, opts)
 	var p diffing.Prediction
 	if _, replace := st.opts.Argo.Replaces(j.key, j.head, j.live); replace {
-		return st.dryRunReplace(ctx, ri, j, err)
+		// Argo CD's Replace=true: kubectl replace, a PUT of head at the live
+		// resourceVersion (gitops-engine sync_context.go applyObject,
+		// ReplaceResource). The PUT refuses an immutable change as an update
+		// does; when Force=true deletes and recreates instead, diffing says so
+		// (ArgoSync.Recreates).
+		return st.dryRunInstead(j, err, "dry-run replace of", func() (*unstructured.Unstructured, error) {
+			u := j.head.DeepCopy()
+			u.SetResourceVersion(j.live.GetResourceVersion())
+			return ri.Update(ctx, u, metav1.UpdateOptions{FieldManager: st.opts.Manager, DryRun: []string{metav1.DryRunAll}})
+		})
+	}
+	if st.opts.Argo != nil && !st.opts.Argo.ServerSide(j.head) {
+		// Argo CD's default sync: kubectl apply without --server-side, the
+		// three-way patch of the live object's last-applied annotation, head
+		// and live (threeWayPatch).
+		return st.dryRunInstead(j, err, "dry-run client-side apply of", func() (*unstructured.Unstructured, error) {
+			patch, err := threeWayPatch(j.live, j.head)
+			if err != nil {
+				return nil, err
+			}
+			return ri.Patch(ctx, j.head.GetName(), patch.typ, patch.patch, metav1.PatchOptions{FieldManager: st.opts.Manager, DryRun: []string{metav1.DryRunAll}})
+		})
 	}
 	if err != nil {
-		conflicts, ok := conflictsFrom(err, j.live, j.head)
+		conflicts, ok, cerr := applyConflicts(err, j)
 		if !ok {
 			return st.refused("dry-run apply of", j.key, err)
 		}
-		// The apiserver does not upgrade client-side-apply managers; the GitOps
-		// controllers do before they apply, so their fields are no conflict.
-		csa, err := clientSideManagers(j.live)
-		if err != nil {
-			return diffing.Prediction{Err: st.applyError("dry-run apply of", j.key, err)}
+		if cerr != nil {
+			return diffing.Prediction{Err: st.applyError("dry-run apply of", j.key, cerr)}
 		}
-		p.Conflicts = slices.DeleteFunc(conflicts, func(c diffing.Conflict) bool { return csa.Has(c.Manager) })
+		p.Conflicts = conflicts
 		opts.Force = true
 		if obj, err = ri.Apply(ctx, j.head.GetName(), j.head, opts); err != nil {
 			r := st.refused("dry-run forced apply of", j.key, err)
@@ -352,29 +383,41 @@ func (st *read) dryRun(ctx context.Context, j job) diffing.Prediction {
 	return p
 }
 
-// dryRunReplace asks the apiserver what Argo CD's Replace=true does to an object
-// that exists: kubectl replace, a PUT of head at the live resourceVersion
-// (gitops-engine sync_context.go applyObject, ReplaceResource), as a dry run.
-// The PUT refuses an immutable change as an update does; when Force=true would
-// delete and recreate it instead, diffing says so (ArgoSync.Recreates). The
-// conflicts are those of the server-side apply tried first (applyErr), so that
-// both live modes name the fields the replace overwrites.
-func (st *read) dryRunReplace(ctx context.Context, ri dynamic.ResourceInterface, j job, applyErr error) diffing.Prediction {
+// applyConflicts are the conflicts of a refused server-side apply, ok false when
+// applyErr is no conflict. Those of client-side-apply managers are left out: the
+// apiserver does not upgrade them, the GitOps controllers do before they apply,
+// so their fields are no conflict.
+func applyConflicts(applyErr error, j job) ([]diffing.Conflict, bool, error) {
+	conflicts, ok := conflictsFrom(applyErr, j.live, j.head)
+	if !ok {
+		return nil, false, nil
+	}
+	csa, err := clientSideManagers(j.live)
+	if err != nil {
+		return nil, true, err
+	}
+	return slices.DeleteFunc(conflicts, func(c diffing.Conflict) bool { return csa.Has(c.Manager) }), true, nil
+}
+
+// dryRunInstead asks the apiserver what an Argo CD sync that does not
+// server-side apply does to an object that exists: send is its request as a dry
+// run (a PUT under Replace=true, kubectl's three-way PATCH for a client-side
+// apply). The conflicts are those of the server-side apply tried first
+// (applyErr), so that both live modes name the fields it overwrites.
+func (st *read) dryRunInstead(j job, applyErr error, op string, send func() (*unstructured.Unstructured, error)) diffing.Prediction {
 	var p diffing.Prediction
 	if applyErr != nil {
-		if conflicts, ok := conflictsFrom(applyErr, j.live, j.head); ok {
-			csa, err := clientSideManagers(j.live)
-			if err != nil {
-				return diffing.Prediction{Err: st.applyError("dry-run replace of", j.key, err)}
-			}
-			p.Conflicts = slices.DeleteFunc(conflicts, func(c diffing.Conflict) bool { return csa.Has(c.Manager) })
+		conflicts, ok, err := applyConflicts(applyErr, j)
+		if err != nil {
+			return diffing.Prediction{Err: st.applyError(op, j.key, err)}
+		}
+		if ok {
+			p.Conflicts = conflicts
 		}
 	}
-	u := j.head.DeepCopy()
-	u.SetResourceVersion(j.live.GetResourceVersion())
-	obj, err := ri.Update(ctx, u, metav1.UpdateOptions{FieldManager: st.opts.Manager, DryRun: []string{metav1.DryRunAll}})
+	obj, err := send()
 	if err != nil {
-		r := st.refused("dry-run replace of", j.key, err)
+		r := st.refused(op, j.key, err)
 		r.Conflicts = p.Conflicts
 		return r
 	}
