@@ -21,11 +21,13 @@ import (
 type Budget struct {
 	RenderCPU  time.Duration
 	RenderWall time.Duration
-	// FetchRequests and FetchBytes bound the remote fetcher's requests and
-	// downloaded bytes in one preview (remote.RunLimits): past them, what
-	// is left to fetch fails with "fetch budget exceeded".
+	// FetchRequests, FetchBytes and FetchTime bound the remote fetcher's
+	// requests, downloaded bytes and wall time in one preview
+	// (remote.RunLimits): past them, what is left to fetch fails with "fetch
+	// budget exceeded".
 	FetchRequests int64
 	FetchBytes    int64
+	FetchTime     time.Duration
 }
 
 // DefaultBudget is 2 minutes of render CPU time and 4 minutes of render wall
@@ -34,9 +36,9 @@ type Budget struct {
 // renders that spin to their 60 s limits spend it (not four, or more, one after
 // another). A cold preview of the 800-target benchmark repository (make
 // bench) spends about 40 s of CPU, the 200-target one about 10 s. Remote
-// fetching: 1,000 requests and 1 GiB downloaded per preview.
+// fetching: 1,000 requests, 1 GiB downloaded and 3 minutes per preview.
 func DefaultBudget() Budget {
-	return Budget{RenderCPU: 2 * time.Minute, RenderWall: 4 * time.Minute, FetchRequests: 1000, FetchBytes: 1 << 30}
+	return Budget{RenderCPU: 2 * time.Minute, RenderWall: 4 * time.Minute, FetchRequests: 1000, FetchBytes: 1 << 30, FetchTime: 3 * time.Minute}
 }
 
 func (b Budget) withDefaults() Budget {
@@ -52,6 +54,9 @@ func (b Budget) withDefaults() Budget {
 	}
 	if b.FetchBytes <= 0 {
 		b.FetchBytes = d.FetchBytes
+	}
+	if b.FetchTime <= 0 {
+		b.FetchTime = d.FetchTime
 	}
 	return b
 }

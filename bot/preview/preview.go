@@ -129,7 +129,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		// One run of the fetcher per preview: a host that did not answer is
 		// not asked again for each of the preview's charts.
 		b := req.Budget.withDefaults()
-		req.Remote = req.Remote.NewRun(remote.RunLimits{MaxRequests: b.FetchRequests, MaxBytes: b.FetchBytes})
+		req.Remote = req.Remote.NewRun(remote.RunLimits{MaxRequests: b.FetchRequests, MaxBytes: b.FetchBytes, MaxTime: b.FetchTime})
 	}
 	r, err := openRepo(ctx, req.RepoDir, req.GitEnv)
 	if err != nil {

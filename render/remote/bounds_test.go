@@ -272,3 +272,18 @@ func TestRunLimits(t *testing.T) {
 		t.Errorf("fetched %d requests, %d bytes", r, b)
 	}
 }
+
+// TestRunTimeLimit: a run whose MaxTime is spent fetches nothing more, with
+// "fetch budget exceeded" (MaxTime 1 ns is spent before the first request).
+func TestRunTimeLimit(t *testing.T) {
+	srv := newIndexServer(t, 0)
+	f := newFetcher(t, allow(srv.URL+"/")).NewRun(RunLimits{MaxTime: time.Nanosecond})
+	_, err := f.HelmIndex(t.Context(), srv.URL+"/r/")
+	wantReason(t, err, TooBig)
+	if !strings.Contains(err.Error(), "fetch budget exceeded: this preview spent 1ns fetching") {
+		t.Error(err)
+	}
+	if n := srv.requests.Load(); n != 0 {
+		t.Errorf("%d requests after the run's time was spent", n)
+	}
+}

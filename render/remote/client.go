@@ -287,7 +287,12 @@ func (f *Fetcher) download(ctx context.Context, raw string, max int64, w io.Writ
 	if err := f.hostDown(norm.String()); err != nil { // failed while we waited
 		return 0, err
 	}
-	n, err := f.get(ctx, norm.String(), max, w)
+	rctx, cancel := f.runDeadline(ctx)
+	defer cancel()
+	n, err := f.get(rctx, norm.String(), max, w)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		err = errorf(TooBig, norm.String(), "fetch budget exceeded: this preview spent %s fetching remote sources", f.run.limits.MaxTime)
+	}
 	f.run.bytes.Add(n)
 	f.noteHost(norm.String(), err)
 	return n, err

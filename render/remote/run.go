@@ -192,6 +192,7 @@ type run struct {
 	requests atomic.Int64
 	bytes    atomic.Int64
 	limits   RunLimits
+	start    time.Time
 }
 
 type failure struct {
@@ -200,9 +201,13 @@ type failure struct {
 }
 
 // RunLimits bound what one run may fetch; zero fields are unlimited.
+// MaxTime is the wall time from the run's start within which its fetches
+// must start and end: a server that answers each request just inside the
+// policy's Timeout cannot hold a preview for MaxRequests of them.
 type RunLimits struct {
 	MaxRequests int64
 	MaxBytes    int64
+	MaxTime     time.Duration
 }
 
 // rootFailureTTL is how long a Fetcher not made by NewRun (a server's, shared
@@ -216,7 +221,7 @@ const rootFailureTTL = time.Minute
 // its limits.
 func (f *Fetcher) NewRun(l RunLimits) *Fetcher {
 	g := *f
-	g.run = &run{failures: map[string]failure{}, limits: l}
+	g.run = &run{failures: map[string]failure{}, limits: l, start: time.Now()}
 	return &g
 }
 
@@ -298,5 +303,16 @@ func (f *Fetcher) count(raw string) error {
 	if l := f.run.limits.MaxBytes; l > 0 && f.run.bytes.Load() > l {
 		return errorf(TooBig, raw, "fetch budget exceeded: this preview downloaded more than %d MiB from remote sources", l>>20)
 	}
+	if l := f.run.limits.MaxTime; l > 0 && time.Since(f.run.start) >= l {
+		return errorf(TooBig, raw, "fetch budget exceeded: this preview spent %s fetching remote sources", l)
+	}
 	return nil
+}
+
+// runDeadline cuts ctx at the end of the run's MaxTime, if it has one.
+func (f *Fetcher) runDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l := f.run.limits.MaxTime; l > 0 {
+		return context.WithDeadline(ctx, f.run.start.Add(l))
+	}
+	return ctx, func() {}
 }
