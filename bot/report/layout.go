@@ -716,18 +716,24 @@ func (l *layout) reasonLines(md bool) []string {
 }
 
 // reasonClass is a not-rendered reason without its per-target detail, so
-// targets with the same cause share one line: the text before its first ": "
-// after a leading file position ("source outside this repo: oci://…" is
-// "source outside this repo"), quoted names written as "…".
+// targets with the same cause share one line: leading clauses that name a
+// place (a path, a file position, "OCI artifact oci://…") and a trailing URL
+// are dropped ("clusters/home: OCI artifact oci://…: remote sources are not
+// fetched (…)" is "remote sources are not fetched (…)", "source outside this
+// repo: oci://…" is "source outside this repo"), quoted names written as "…".
 func reasonClass(reason string) string {
-	reason = oneLine(reason)
-	if pos, rest, ok := strings.Cut(reason, ": "); ok && isPosition(pos) {
-		reason = rest
+	clauses := strings.Split(oneLine(reason), ": ")
+	place := func(c string) bool {
+		words := strings.Fields(c)
+		return len(words) <= 1 || isPosition(c) || (len(words) <= 4 && strings.Contains(c, "://"))
 	}
-	if head, _, ok := strings.Cut(reason, ": "); ok && head != "" && len(head) <= 80 {
-		reason = head
+	for len(clauses) > 1 && place(clauses[0]) {
+		clauses = clauses[1:]
 	}
-	return truncateBytes(quoted.ReplaceAllString(reason, `"…"`), 200)
+	for n := len(clauses); n > 1 && strings.Contains(clauses[n-1], "://") && len(strings.Fields(clauses[n-1])) <= 4; n-- {
+		clauses = clauses[:n-1]
+	}
+	return truncateBytes(quoted.ReplaceAllString(strings.Join(clauses, ": "), `"…"`), 200)
 }
 
 var quoted = regexp.MustCompile(`"[^"]*"`)
