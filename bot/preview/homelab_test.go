@@ -21,7 +21,7 @@ const homeLabURL = "https://github.com/example/homelab"
 func writeHomeLab(t *testing.T, root, memory string) {
 	t.Helper()
 	files := map[string]string{
-		"README.md": "# home lab\n",
+		"README.md":                      "# home lab\n",
 		"clusters/home/flux-system.yaml": "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  url: " + homeLabURL + "\n  ref:\n    branch: main\n",
 	}
 	for i := range 120 {

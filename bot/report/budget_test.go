@@ -114,8 +114,8 @@ func TestReasonClass(t *testing.T) {
 	for in, want := range map[string]string{
 		"source outside this repo: oci://ghcr.io/x/y": "source outside this repo",
 		"clusters/home: OCI artifact oci://registry.invalid/charts/a:1.0.0: remote sources are not fetched (allow the registry with --allow-remote oci://host/path or the server config's remote: block)": "remote sources are not fetched (allow the registry with --allow-remote oci://host/path or the server config's remote: block)",
-		`shop/kustomization.yaml:8: remote resources "https://x/y" is not fetched: remote bases are fetched only when allowed`: `remote resources "…" is not fetched: remote bases are fetched only when allowed`,
-		"generator pullRequest needs the host's API: Argo CD lists pull requests": "generator pullRequest needs the host's API: Argo CD lists pull requests",
+		`shop/kustomization.yaml:8: remote resources "https://x/y" is not fetched: remote bases are fetched only when allowed`:                                                                            `remote resources "…" is not fetched: remote bases are fetched only when allowed`,
+		"generator pullRequest needs the host's API: Argo CD lists pull requests":                                                                                                                         "generator pullRequest needs the host's API: Argo CD lists pull requests",
 	} {
 		if got := reasonClass(in); got != want {
 			t.Errorf("reasonClass(%q)\n got %q\nwant %q", in, got, want)
