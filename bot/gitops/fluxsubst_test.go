@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -90,15 +91,7 @@ func TestSubstitutedComponentDiscovery(t *testing.T) {
 			if diff := cmp.Diff(map[string]string{"APP": "forgejo"}, tg.Render.Substitute); diff != "" {
 				t.Errorf("forgejo renders with variables (-want +got):\n%s", diff)
 			}
-			set, err := realRenderer(t.Context(), root, tg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm := set.Index()[render.ObjectKey{Kind: "ConfigMap", Namespace: "forgejo", Name: "forgejo-settings"}]
-			if cm == nil {
-				t.Fatalf("forgejo renders %v", keys(set))
-			}
-			data, _, _ := unstructured.NestedStringMap(cm.Obj.Object, "data")
+			data := renderedData(t, root, tg, "forgejo-settings")
 			if diff := cmp.Diff(map[string]string{"claim": "forgejo", "upper": "FORGEJO", "literal": "${APP}"}, data); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
 			}
@@ -106,20 +99,28 @@ func TestSubstitutedComponentDiscovery(t *testing.T) {
 			if tg.Controller == nil || tg.Controller.Kind != "HelmRelease" || tg.Controller.Namespace != "forgejo" {
 				t.Errorf("forgejo-anubis controller = %+v", tg.Controller)
 			}
-			set, err := realRenderer(t.Context(), root, tg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm := set.Index()[render.ObjectKey{Kind: "ConfigMap", Namespace: "forgejo", Name: "forgejo-anubis"}]
-			if cm == nil {
-				t.Fatalf("forgejo-anubis renders %v", keys(set))
-			}
-			data, _, _ := unstructured.NestedStringMap(cm.Obj.Object, "data")
+			data := renderedData(t, root, tg, "forgejo-anubis")
 			if diff := cmp.Diff(map[string]string{"target": "forgejo", "claim": "forgejo-data"}, data); diff != "" {
 				t.Errorf("anubis values (-want +got):\n%s", diff)
 			}
 		}
 	}
+}
+
+// renderedData renders the target as the pipeline does and returns the data of
+// its ConfigMap forgejo/name.
+func renderedData(t *testing.T, root string, tg config.Target, name string) map[string]string {
+	t.Helper()
+	set, err := realRenderer(t.Context(), root, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := set.Index()[render.ObjectKey{Kind: "ConfigMap", Namespace: "forgejo", Name: name}]
+	if cm == nil {
+		t.Fatalf("%s renders %v", tg.Name, keys(set))
+	}
+	data, _, _ := unstructured.NestedStringMap(cm.Obj.Object, "data")
+	return data
 }
 
 // TestHelmReleaseFidelityDiscovery reads what helm-controller applies to a
