@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -176,10 +177,11 @@ func TestChartPodSecurity(t *testing.T) {
 // server knows, so a typo in the chart cannot ship.
 func TestChartServerConfig(t *testing.T) {
 	set := renderChart(t, map[string]any{
-		"github": map[string]any{"enabled": true, "appID": 31337, "existingSecret": "dp-github"},
-		"gitlab": map[string]any{"enabled": true, "existingSecret": "dp-gitlab"},
-		"repos":  []any{"acme/gitops"},
-		"queue":  map[string]any{"driver": "postgres", "postgres": map[string]any{"existingSecret": "dp-pg"}},
+		"github":  map[string]any{"enabled": true, "appID": 31337, "existingSecret": "dp-github"},
+		"gitlab":  map[string]any{"enabled": true, "existingSecret": "dp-gitlab"},
+		"repos":   []any{"acme/gitops"},
+		"queue":   map[string]any{"driver": "postgres", "postgres": map[string]any{"existingSecret": "dp-pg"}},
+		"reports": map[string]any{"url": "https://driftpreview.example.com"},
 	})
 	cms := byKind(set, "ConfigMap")
 	if len(cms) != 1 {
@@ -197,6 +199,7 @@ func TestChartServerConfig(t *testing.T) {
 		Clusters:       map[string]serverconfig.Cluster{"in-cluster": {LiveMode: "simulate"}},
 		DefaultCluster: "in-cluster",
 		Queue:          serverconfig.RawQueue{Driver: "postgres", Workers: 2, JobTimeout: cfg.Queue.JobTimeout, DSNFile: "/etc/driftpreview/queue/dsn"},
+		Reports:        serverconfig.RawReports{URL: "https://driftpreview.example.com", MaxBytes: 20971520, Retention: 720 * time.Hour},
 	}
 	if diff := cmp.Diff(want, *cfg, cmp.Comparer(func(a, b serverconfig.Secret) bool { return true }), cmpopts.IgnoreUnexported(serverconfig.Raw{})); diff != "" {
 		t.Errorf("server.yaml (-want +got):\n%s", diff)
