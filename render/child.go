@@ -90,13 +90,14 @@ type childObject struct {
 }
 
 type childError struct {
-	Render      bool   `json:"render"`                // an *Error (else a plain error)
-	Unavailable bool   `json:"unavailable,omitempty"` // an *Unavailable inside it
-	Remote      string `json:"remote,omitempty"`      // its Remote
-	File        string `json:"file,omitempty"`
-	Line        int    `json:"line,omitempty"` // or a template job's parameter set
-	Tree        int    `json:"tree,omitempty"` // a template job's tree
-	Msg         string `json:"msg"`
+	Render      bool            `json:"render"`                // an *Error (else a plain error)
+	Unavailable bool            `json:"unavailable,omitempty"` // an *Unavailable inside it
+	Remote      string          `json:"remote,omitempty"`      // its Remote
+	Chart       *KustomizeChart `json:"chart,omitempty"`       // its Chart
+	File        string          `json:"file,omitempty"`
+	Line        int             `json:"line,omitempty"` // or a template job's parameter set
+	Tree        int             `json:"tree,omitempty"` // a template job's tree
+	Msg         string          `json:"msg"`
 }
 
 // childMain is the child's whole life: read a request, render, answer, until the
@@ -166,6 +167,9 @@ func childServe(req childRequest) childResult {
 		if _, ok := IsUnavailable(err); ok {
 			res.Error.Unavailable = true
 			res.Error.Remote, _ = RemoteNeeded(err)
+			if c, ok := ChartNeeded(err); ok {
+				res.Error.Chart = &c
+			}
 		}
 		return res
 	}
@@ -333,7 +337,7 @@ func (res childResult) set() (ObjectSet, error) {
 		// target as not rendered rather than as a render error.
 		var inner error = errors.New(e.Msg)
 		if e.Unavailable {
-			inner = &Unavailable{Reason: e.Msg, Remote: e.Remote}
+			inner = &Unavailable{Reason: e.Msg, Remote: e.Remote, Chart: e.Chart}
 		}
 		if e.Render {
 			return ObjectSet{}, &Error{File: e.File, Line: e.Line, Err: inner}

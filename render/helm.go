@@ -64,6 +64,9 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 		return ObjectSet{}, fmt.Errorf("rendering %s: kube version %q: %w", dir, opts.Helm.KubeVersion, err)
 	}
 	caps.KubeVersion = *kv
+	if inf := opts.Helm.inflate; inf != nil {
+		caps.APIVersions = append(caps.APIVersions, inf.apiVersions...)
+	}
 	chartFile := path.Join(dir, "Chart.yaml")
 	if c := ch.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, kv.String()) {
 		return ObjectSet{}, &Error{File: chartFile, Line: lineOf(sb, chartFile, "kubeVersion:"), Err: fmt.Errorf("the chart requires Kubernetes %s, but renders against %s; set the target's helm.kubeVersion", c, kv.String())}
@@ -94,8 +97,11 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 	for _, content := range out {
 		size += int64(len(content))
 	}
-	if err := sb.output(dir, size); err != nil {
-		return ObjectSet{}, err
+	if opts.Helm.inflate == nil {
+		// A helmCharts chart's output is counted once, as kustomize's.
+		if err := sb.output(dir, size); err != nil {
+			return ObjectSet{}, err
+		}
 	}
 
 	var set ObjectSet
@@ -141,8 +147,30 @@ func renderHelm(ctx context.Context, sb *sandbox, dir, release string, opts Opti
 	if err := addAll(&set, all); err != nil {
 		return ObjectSet{}, err
 	}
-	dropHooks(&set, isHelmHook, "Helm")
+	switch inf := opts.Helm.inflate; {
+	case inf == nil || inf.skipHooks:
+		dropHooks(&set, isHelmHook, "Helm")
+	case inf.skipTests:
+		// `helm template --skip-tests`: test hooks are not printed; the
+		// other hooks are (kustomize's helmCharts output holds them).
+		set.Objects = slices.DeleteFunc(set.Objects, isHelmTestHook)
+	}
 	return set, nil
+}
+
+// isHelmTestHook says whether o is a Helm test hook: a helm.sh/hook event
+// "test" (helm's isTestHook, pkg/cmd/template.go; "test-success" is its
+// older name, which helm still reads as test).
+func isHelmTestHook(o Object) bool {
+	if o.Obj == nil {
+		return false
+	}
+	for e := range strings.SplitSeq(o.Obj.GetAnnotations()[helmHookAnnotation], ",") {
+		if e = strings.TrimSpace(e); e == "test" || e == "test-success" {
+			return true
+		}
+	}
+	return false
 }
 
 // valuesFiles merges the values files of h in order, as helm merges -f files

@@ -219,7 +219,23 @@ func TestRenderHostile(t *testing.T) {
 				"app/kustomization.yaml": kustHeader + "helmCharts:\n  - name: minecraft\n    repo: https://itzg.github.io/minecraft-server-charts\n    version: 3.1.3\n",
 			},
 			target: "app", wantErr: true,
-			wantFile: "app/kustomization.yaml", wantLine: 3, wantMsg: []string{"helmCharts is not supported"},
+			wantFile: "app/kustomization.yaml", wantLine: 4, wantMsg: []string{"helmCharts chart minecraft 3.1.3 from https://itzg.github.io/minecraft-server-charts is not fetched"},
+		},
+		{
+			name: "helmCharts chart home leaving the kustomization",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "helmGlobals:\n  chartHome: ../../etc\nhelmCharts:\n  - name: passwd\n",
+			},
+			target: "app", wantErr: true,
+			wantFile: "app/kustomization.yaml", wantLine: 6, wantMsg: []string{"helmGlobals.chartHome \"../../etc\" is not in or below app"},
+		},
+		{
+			name: "helmCharts values file outside",
+			files: map[string]string{
+				"app/kustomization.yaml": kustHeader + "helmCharts:\n  - name: web\n    valuesFile: /etc/passwd\n",
+			},
+			target: "app", wantErr: true,
+			wantFile: "app/kustomization.yaml", wantLine: 4, wantMsg: []string{"valuesFile \"/etc/passwd\" is absolute"},
 		},
 		{
 			name: "lookup renders empty",

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -513,6 +514,16 @@ func (w *inputWalker) kustomization(dir string) {
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key := root.Content[i].Value
+		if slices.Contains(helmKeys, key) {
+			// helmCharts read only at or below the kustomization (its
+			// chart home and values files, helmcharts.go); a chart with a
+			// repo is fetched when not vendored there.
+			w.dir(dir)
+			if bytes.Contains(r.data, []byte("repo")) {
+				w.in.Remote = true
+			}
+			continue
+		}
 		if !kustomizationKeys[key] {
 			w.unknown("%s: field %s is not followed", file, key)
 			return

@@ -201,8 +201,10 @@ func TestFindInputsKnowsEveryOption(t *testing.T) {
 		"PlainOptions": {"Recurse", "Include", "Exclude", "Jsonnet"},
 		// FluxValuesFiles and IgnoreMissingValuesFiles change how ValuesFiles merge,
 		// not which files are read: the walker follows ValuesFiles either way.
-		"HelmOptions":      {"ReleaseName", "ValuesFiles", "FluxValuesFiles", "IgnoreMissingValuesFiles", "Values", "SkipCRDs", "KubeVersion", "PostRenderers", "PostRenderStrategy", "CommonLabels", "CommonAnnotations", "Chart", "deps", "checkoutValues"},
-		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "MetadataOnlyAnnotations", "Patches", "Components", "RemoteBases"},
+		"HelmOptions": {"ReleaseName", "ValuesFiles", "FluxValuesFiles", "IgnoreMissingValuesFiles", "Values", "SkipCRDs", "KubeVersion", "PostRenderers", "PostRenderStrategy", "CommonLabels", "CommonAnnotations", "Chart", "deps", "checkoutValues", "inflate"},
+		// Helm (helmCharts) reads at or below the kustomization, which the
+		// walker takes whole, and fetched charts (Remote).
+		"KustomizeOptions": {"NamePrefix", "NameSuffix", "Namespace", "Images", "CommonLabels", "CommonAnnotations", "MetadataOnlyAnnotations", "Patches", "Components", "RemoteBases", "Helm"},
 		"JsonnetOptions":   {"ExtVars", "TLAs", "Libs"},
 	}
 	for _, v := range []any{render.Options{}, render.PlainOptions{}, render.HelmOptions{}, render.KustomizeOptions{}, render.JsonnetOptions{}} {

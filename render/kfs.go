@@ -34,7 +34,12 @@ const (
 // the render error can name it precisely.
 type kfs struct {
 	sb      *sandbox
-	overlay map[string][]byte // virtual path → content, under wrapperDir
+	overlay map[string][]byte // virtual path → content, under wrapperDir or a helmChartsDir
+	// overlayDirs are the virtual directories of overlay files beside
+	// checkout files (helmChartsDir components).
+	overlayDirs map[string]bool
+	// helm inflates helmCharts (helmcharts.go).
+	helm *helmKustomize
 	// mounts are the fetched remote bases: virtual top directory ("/remote-0")
 	// → its sandbox; remoteDirs maps each remote entry, as kustomizations write
 	// it, to the virtual directory it is served at.
@@ -54,7 +59,7 @@ var _ filesys.FileSystem = (*kfs)(nil)
 var errReadOnly = errors.New("the render filesystem is read-only")
 
 func newKFS(sb *sandbox) *kfs {
-	return &kfs{sb: sb, overlay: map[string][]byte{}, mounts: map[string]*sandbox{}, remoteDirs: map[string]string{}}
+	return &kfs{sb: sb, overlay: map[string][]byte{}, overlayDirs: map[string]bool{}, mounts: map[string]*sandbox{}, remoteDirs: map[string]string{}}
 }
 
 // mountRemotes serves each fetched remote base's repository read-only under
@@ -189,7 +194,7 @@ func (k *kfs) Open(p string) (filesys.File, error) {
 
 func (k *kfs) stat(p string) (fs.FileInfo, bool) {
 	c := clean(p)
-	if c == "/" || c == wrapperDir {
+	if c == "/" || c == wrapperDir || k.overlayDirs[c] {
 		return dirInfo(path.Base(c)), true
 	}
 	if data, ok := k.overlay[c]; ok {
@@ -228,8 +233,20 @@ func (k *kfs) ReadDir(p string) ([]string, error) {
 	case wrapperDir:
 		var names []string
 		for f := range k.overlay {
-			names = append(names, path.Base(f))
+			if path.Dir(f) == wrapperDir {
+				names = append(names, path.Base(f))
+			}
 		}
+		return names, nil
+	}
+	if k.overlayDirs[c] {
+		var names []string
+		for f := range k.overlay {
+			if path.Dir(f) == c {
+				names = append(names, path.Base(f))
+			}
+		}
+		slices.Sort(names)
 		return names, nil
 	}
 	sb, r, ok := k.locate(c)
@@ -317,7 +334,11 @@ func (k *kfs) ReadFile(p string) ([]byte, error) {
 			k.kusts = append(k.kusts, r)
 			k.mu.Unlock()
 		}
-		if err := screenKustomization(sb, r, data); err != nil {
+		refusedBy := ""
+		if k.helm != nil {
+			refusedBy = k.helm.opts.Kustomize.Helm.RefusedBy
+		}
+		if err := screenKustomization(sb, r, data, refusedBy); err != nil {
 			if re, ok := errors.AsType[*Error](err); ok && sb != k.sb && re.File == r {
 				re.File = sb.at(r) // in a remote base: name it
 			}
@@ -328,6 +349,12 @@ func (k *kfs) ReadFile(p string) ([]byte, error) {
 			if data, err = k.rewriteRemotes(path.Dir(c), data); err != nil {
 				return nil, k.record(&Error{File: sb.at(r), Err: err})
 			}
+		}
+		if k.helm != nil {
+			if data, err = k.helm.inflate(k, sb, r, c, data); err != nil {
+				return nil, k.record(err)
+			}
+			k.helm.noteChildren(k, path.Dir(c), data)
 		}
 	} else if hasExt(r, ".yaml", ".yml", ".json") {
 		// kustomize parses these; refuse bombs first. Syntax errors are left to

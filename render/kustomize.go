@@ -97,6 +97,7 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 		}
 	}
 	fsys := newKFS(sb)
+	fsys.helm = newHelmKustomize(ctx, opts, path.Join(checkoutMount, dir))
 	sb.remotes = opts.Kustomize.RemoteBases
 	if err := fsys.mountRemotes(opts.Kustomize.RemoteBases); err != nil {
 		return ObjectSet{}, err
@@ -115,6 +116,7 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 		return ObjectSet{}, err
 	}
 	fsys.overlay[wrapperDir+"/kustomization.yaml"] = wrapper
+	fsys.helm.noteChildren(fsys, wrapperDir, wrapper)
 
 	select {
 	case kustomizeLock <- struct{}{}:
@@ -141,6 +143,9 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 	for _, o := range objs {
 		var generator string
 		o.Source, generator = originOf(o.Object, kustFile)
+		if kf, ok := fsys.helm.helmSource(o.Source); ok {
+			o.Source, generator = kf, "HelmChartInflationGenerator"
+		}
 		o.HashSuffix = generatedHash(o.Object, generator)
 		set.Objects = append(set.Objects, o.Object)
 	}
@@ -536,8 +541,12 @@ var builtinKinds = func() map[string]bool {
 }()
 
 // screenKustomization refuses what a PR must not make kustomize do, pointing at the
-// line of the offending entry.
-func screenKustomization(sb *sandbox, file string, data []byte) error {
+// line of the offending entry. helmRefusedBy, when set, names the controller
+// that builds without --enable-helm (KustomizeHelm.RefusedBy): the Helm
+// fields are then refused as that controller's kustomize refuses them;
+// otherwise they are inflated in process (helmcharts.go), which checks their
+// paths.
+func screenKustomization(sb *sandbox, file string, data []byte, helmRefusedBy string) error {
 	docs, err := DecodeYAML(data, file)
 	if err != nil {
 		return err
@@ -553,7 +562,10 @@ func screenKustomization(sb *sandbox, file string, data []byte) error {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key, val := root.Content[i].Value, root.Content[i+1]
 		if slices.Contains(helmKeys, key) {
-			return &Error{File: file, Line: root.Content[i].Line, Err: fmt.Errorf("%s is not supported: driftpreview does not inflate Helm charts inside kustomize (that downloads charts and runs helm); make the chart its own helm target with a vendored charts/ folder, or commit its rendered output", key)}
+			if helmRefusedBy != "" {
+				return &Error{File: file, Line: root.Content[i].Line, Err: fmt.Errorf("%s: %s builds kustomizations without Helm, so this fails there as in kustomize: \"must specify --enable-helm\"", key, helmRefusedBy)}
+			}
+			continue
 		}
 		if err := screenPaths(sb, file, dir, key, val); err != nil {
 			return err
@@ -672,7 +684,7 @@ func screenPlugin(file string, line int, n *yaml.Node) error {
 		}
 	}
 	if cfg.Kind == "HelmChartInflationGenerator" {
-		return &Error{File: file, Line: line, Err: errors.New("HelmChartInflationGenerator is not supported: make the chart its own helm target with a vendored charts/ folder")}
+		return &Error{File: file, Line: line, Err: errors.New("HelmChartInflationGenerator as a generators: entry is not supported: list the chart under the kustomization's helmCharts:, which driftpreview inflates in process")}
 	}
 	if !builtinKinds[cfg.Kind] {
 		return &Error{File: file, Line: line, Err: fmt.Errorf("plugin %q is not a kustomize builtin: external plugins are not allowed; commit the plugin's output instead", cfg.Kind)}

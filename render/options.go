@@ -184,6 +184,19 @@ type HelmOptions struct {
 	// checkoutValues are the parsed CheckoutPrefix values files of a remote
 	// chart, by their ValuesFiles entry (sent in the request too).
 	checkoutValues map[string]map[string]any
+	// inflate, when set, renders a kustomize helmCharts entry's chart as
+	// `helm template` does for kustomize (helmcharts.go).
+	inflate *inflation
+}
+
+// inflation is where a helmCharts chart renders differently from a helm
+// target: Helm hooks stay in the output unless skipHooks (--no-hooks), test
+// hooks go with skipTests (--skip-tests), apiVersions add to
+// Capabilities.APIVersions (--api-versions), and the output counts once,
+// as kustomize's.
+type inflation struct {
+	skipHooks, skipTests bool
+	apiVersions          []string
 }
 
 // KustomizeOptions are overrides applied on top of the target's kustomization, the
@@ -209,6 +222,57 @@ type KustomizeOptions struct {
 	// entry missing here stops the render with an *Unavailable whose Remote
 	// names it, so the caller can fetch it and render again.
 	RemoteBases map[string]RemoteBase `json:",omitempty"`
+	// Helm says how kustomize's helmCharts (and the deprecated
+	// helmChartInflationGenerator) are inflated: in this process with the Helm
+	// library, as `kustomize build --enable-helm` would with a helm binary
+	// (see helmcharts.go). The zero value inflates them.
+	Helm KustomizeHelm `json:",omitzero"`
+}
+
+// KustomizeHelm is how a target's kustomizations inflate Helm charts.
+type KustomizeHelm struct {
+	// RefusedBy, when set, names the controller that builds the target's
+	// kustomizations without --enable-helm ("Flux's kustomize-controller",
+	// "Argo CD (kustomize.buildOptions of argocd-cm has no --enable-helm)"):
+	// a kustomization with helmCharts is then an *Error saying that
+	// controller refuses it, as kustomize's "must specify --enable-helm".
+	RefusedBy string `json:",omitempty"`
+	// KubeVersion and APIVersions are kustomize build's --helm-kube-version
+	// and --helm-api-versions: when set they win over every chart's
+	// kubeVersion and apiVersions (kustomize HelmChartInflationGenerator
+	// Config: "CLI args takes precedence"). A chart with neither renders
+	// against Options.Helm.KubeVersion.
+	KubeVersion string   `json:",omitempty"`
+	APIVersions []string `json:",omitempty"`
+	// Charts are the remote charts the caller fetched (render never touches
+	// the network), by KustomizeChart.Key. A helmCharts entry whose chart is
+	// neither in its chart home nor here stops the render with an
+	// *Unavailable whose Chart names it, so the caller can fetch it and
+	// render again.
+	Charts map[string]FetchedChart `json:",omitempty"`
+}
+
+// KustomizeChart is a helmCharts entry's chart that kustomize would pull
+// (helm pull --repo, or oci://repo/name): repo, name and version as the
+// kustomization writes them.
+type KustomizeChart struct {
+	Repo    string `json:"repo"`
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// Key identifies the chart in KustomizeHelm.Charts.
+func (c KustomizeChart) Key() string { return c.Repo + " " + c.Name + " " + c.Version }
+
+func (c KustomizeChart) String() string {
+	return RemoteChart{RepoURL: c.Repo, Name: c.Name, Version: c.Version}.String()
+}
+
+// FetchedChart is a fetched chart: Dir is the absolute path of its unpacked
+// directory (Chart.yaml inside) and Version the version it resolved to.
+type FetchedChart struct {
+	Dir     string
+	Version string
 }
 
 // RemoteBase is a fetched remote kustomize base: Root is the absolute path of

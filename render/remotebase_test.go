@@ -63,7 +63,7 @@ func TestRemoteBases(t *testing.T) {
 	for _, tc := range []struct{ path, want string }{
 		// The copy is its own root: nothing outside it is read.
 		{"deploy/escape", "https://git.example.com/org/platform@abababababab//deploy/escape/kustomization.yaml:4: path \"../../../outside.yaml\" leads outside the repository"},
-		{"deploy/helm", "https://git.example.com/org/platform@abababababab//deploy/helm/kustomization.yaml:3: helmCharts is not supported"},
+		{"deploy/helm", "https://git.example.com/org/platform@abababababab//deploy/helm/kustomization.yaml:4: helmCharts x: no repo specified for pull, no chart found at https://git.example.com/org/platform@abababababab//deploy/helm/charts/x"},
 	} {
 		opts.Kustomize.RemoteBases = base(tc.path)
 		_, err := render.Render(ctx, root, "app", opts)

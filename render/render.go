@@ -46,14 +46,42 @@ func renderFetching(ctx context.Context, root, target string, opts Options) (Obj
 	set, err := renderChild(ctx, root, target, opts)
 	// A remote kustomize base the render asks for is fetched here (the render
 	// process never touches the network) and the render runs again with it.
+	// So is a helmCharts chart that is neither vendored nor fetched yet.
 	for n := 0; err != nil && opts.Remote != nil; n++ {
-		spec, ok := RemoteNeeded(err)
 		re, isErr := errors.AsType[*Error](err)
-		if !ok || !isErr {
+		if !isErr {
+			break
+		}
+		if c, ok := ChartNeeded(err); ok {
+			if n >= maxRemoteBases {
+				err = &Error{File: re.File, Line: re.Line, Err: &Unavailable{Reason: fmt.Sprintf("the target uses more than %d remote bases and charts, the limit per target", maxRemoteBases)}}
+				break
+			}
+			ch, ferr := opts.Remote.HelmChart(ctx, c.Repo, c.Name, c.Version)
+			if ferr != nil {
+				if ctx.Err() != nil {
+					return ObjectSet{}, fmt.Errorf("fetching %s: %w", c, ctx.Err())
+				}
+				err = &Error{File: re.File, Line: re.Line, Err: &Unavailable{Reason: fmt.Sprintf("helmCharts %s: %v", c, ferr)}}
+				break
+			}
+			kh := &opts.Kustomize.Helm
+			fetched := maps.Clone(kh.Charts)
+			if fetched == nil {
+				fetched = map[string]FetchedChart{}
+			}
+			fetched[c.Key()] = FetchedChart{Dir: ch.Dir, Version: ch.Version}
+			kh.Charts = fetched
+			charts = append(charts, ResolvedChart{RepoURL: remote.Redact(c.Repo), Name: c.Name, Requested: c.Version, Version: ch.Version})
+			set, err = renderChild(ctx, root, target, opts)
+			continue
+		}
+		spec, ok := RemoteNeeded(err)
+		if !ok {
 			break
 		}
 		if n >= maxRemoteBases {
-			err = &Error{File: re.File, Line: re.Line, Err: &Unavailable{Reason: fmt.Sprintf("the target uses more than %d remote bases, the limit per target", maxRemoteBases)}}
+			err = &Error{File: re.File, Line: re.Line, Err: &Unavailable{Reason: fmt.Sprintf("the target uses more than %d remote bases and charts, the limit per target", maxRemoteBases)}}
 			break
 		}
 		b, ferr := opts.Remote.GitBase(ctx, spec)

@@ -15,6 +15,18 @@ type Unavailable struct {
 	// kustomization writes it) that the caller may fetch and pass in
 	// KustomizeOptions.RemoteBases before rendering again.
 	Remote string
+	// Chart, when set, is a kustomize helmCharts chart that the caller may
+	// fetch and pass in KustomizeHelm.Charts before rendering again.
+	Chart *KustomizeChart
+}
+
+// ChartNeeded returns the helmCharts chart err asks the caller to fetch, if any.
+func ChartNeeded(err error) (KustomizeChart, bool) {
+	var u *Unavailable
+	if err == nil || !errors.As(err, &u) || u.Chart == nil {
+		return KustomizeChart{}, false
+	}
+	return *u.Chart, true
 }
 
 // RemoteNeeded returns the remote base err asks the caller to fetch, if any.

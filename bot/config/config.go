@@ -20,6 +20,10 @@ type Config struct {
 	Ignore        []diffing.IgnoreRule
 	// Discovered is true when Targets came from auto-discovery, not the file.
 	Discovered bool
+	// ArgoKustomizeBuildOptions is argocd.kustomizeBuildOptions: Argo CD's
+	// kustomize.buildOptions (argocd-cm) for when argocd-cm cannot be read
+	// from the cluster; nil when unset.
+	ArgoKustomizeBuildOptions *string
 }
 
 // Target is one thing to render and compare: a directory (kustomization, chart or

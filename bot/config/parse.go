@@ -40,7 +40,8 @@ const maxNodes = 200_000
 // The keys each mapping accepts, in the order error messages list them. The schema
 // test checks that schema.json declares exactly these.
 var (
-	keysTop          = []string{"version", "targets", "policy", "statefulKinds", "humanManagers", "ignore"}
+	keysTop          = []string{"version", "targets", "policy", "statefulKinds", "humanManagers", "ignore", "argocd"}
+	keysArgoCD       = []string{"kustomizeBuildOptions"}
 	keysTarget       = []string{"name", "path", "renderer", "namespace", "cluster", "helm", "kustomize", "directory", "sync", "ignore", "watch"}
 	keysHelm         = []string{"releaseName", "valuesFiles", "values", "skipCrds", "kubeVersion"}
 	keysKustomize    = []string{"namePrefix", "nameSuffix", "images", "commonLabels", "commonAnnotations"}
@@ -500,6 +501,14 @@ func (p *parser) config(root *yaml.Node) *Config {
 			cfg.HumanManagers = p.strings(v, "humanManagers", nil)
 		case "ignore":
 			cfg.Ignore = p.ignoreRules(v, "ignore")
+		case "argocd":
+			p.object(v, "argocd", keysArgoCD, func(key string, k, v *yaml.Node) {
+				if key == "kustomizeBuildOptions" {
+					if o, ok := p.str(v, "argocd.kustomizeBuildOptions"); ok {
+						cfg.ArgoKustomizeBuildOptions = &o
+					}
+				}
+			})
 		}
 	})
 	if ok && !sawVersion {

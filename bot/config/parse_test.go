@@ -26,7 +26,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key at top level",
 			yaml: "version: 1\npolcy: {}\n",
-			want: []string{`.driftpreview.yaml:2: unknown key "polcy"; did you mean "policy"? (allowed: version, targets, policy, statefulKinds, humanManagers, ignore)`},
+			want: []string{`.driftpreview.yaml:2: unknown key "polcy"; did you mean "policy"? (allowed: version, targets, policy, statefulKinds, humanManagers, ignore, argocd)`},
 		},
 		{
 			name: "unknown key in a target",

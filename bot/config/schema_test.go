@@ -146,6 +146,7 @@ func TestSchemaKeys(t *testing.T) {
 		{"directory", keysDirectory},
 		{"sync", keysSync},
 		{"policy", keysPolicy},
+		{"argocd", keysArgoCD},
 		{"statefulKind", keysStatefulKind},
 		{"ignoreRule", keysIgnore},
 	}

@@ -261,6 +261,7 @@ func (d *discovery) argoSourceTarget(t *config.Target, s argoSource, refs map[st
 	opts.Namespace = t.Namespace
 	opts.Helm.ReleaseName = m.Name
 	opts.ArgoCDHooks = true // Argo CD never syncs or prunes hook objects
+	opts.Kustomize.Helm = d.argoKustomizeHelm(m.Namespace)
 	remoteChart := false
 	ociSource := false
 	if strings.HasPrefix(s.RepoURL, "oci://") {
@@ -666,4 +667,58 @@ func argoOptionNotes(opts []string, automated bool) []string {
 		}
 	}
 	return notes
+}
+
+// argoKustomizeHelm is how Argo CD's repo server builds an Application's
+// kustomizations with helmCharts: `kustomize build` with the
+// kustomize.buildOptions of argocd-cm (argo-cd util/kustomize kustomize.go
+// appends them to the build's arguments), which inflates them only with
+// --enable-helm. The options come from the live argocd-cm, else from the
+// repo config, else they are Argo CD's default: none.
+func (d *discovery) argoKustomizeHelm(namespace string) render.KustomizeHelm {
+	options, from, read := "", "", false
+	if f := d.opts.ArgoBuildOptions; f != nil {
+		options, from, read = f(d.ctx, firstNonEmpty(namespace, defaultArgoNS))
+	}
+	if !read {
+		if o := d.opts.ArgoDefaultBuildOptions; o != nil {
+			options, from = *o, ".driftpreview.yaml argocd.kustomizeBuildOptions"
+		} else {
+			options, from = "", "Argo CD's default: argocd-cm was not read; argocd.kustomizeBuildOptions in .driftpreview.yaml says otherwise"
+		}
+	}
+	return ArgoKustomizeHelm(options, from)
+}
+
+// ArgoKustomizeHelm reads Argo CD kustomize build options (from says where
+// they come from, for the error a refusal gives): --enable-helm turns
+// helmCharts on, --helm-kube-version and --helm-api-versions set the
+// capabilities of every chart.
+func ArgoKustomizeHelm(options, from string) render.KustomizeHelm {
+	kh := render.KustomizeHelm{RefusedBy: fmt.Sprintf("Argo CD (kustomize.buildOptions %q, %s)", options, from)}
+	fields := strings.Fields(options)
+	for i := 0; i < len(fields); i++ {
+		name, val, hasVal := strings.Cut(fields[i], "=")
+		value := func() string {
+			if hasVal {
+				return val
+			}
+			if i+1 < len(fields) {
+				i++
+				return fields[i]
+			}
+			return ""
+		}
+		switch name {
+		case "--enable-helm":
+			if !hasVal || val == "true" {
+				kh.RefusedBy = ""
+			}
+		case "--helm-kube-version":
+			kh.KubeVersion = value()
+		case "--helm-api-versions":
+			kh.APIVersions = append(kh.APIVersions, strings.Split(value(), ",")...)
+		}
+	}
+	return kh
 }

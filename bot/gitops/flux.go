@@ -344,6 +344,11 @@ func (d *discovery) fluxKustomization(m *manifest, fx *fluxIndex) (t config.Targ
 	opts.Renderer = r
 	opts.Namespace = s.TargetNamespace
 	k := &opts.Kustomize
+	// kustomize-controller builds with kustomize's plugins disabled, Helm
+	// included (fluxcd/pkg kustomize/kustomize_generator.go Build:
+	// PluginConfig: kustypes.DisabledPluginConfig()), so helmCharts fail
+	// there with "must specify --enable-helm".
+	k.Helm.RefusedBy = "Flux's kustomize-controller"
 	k.Namespace = s.TargetNamespace
 	k.NamePrefix, k.NameSuffix = s.NamePrefix, s.NameSuffix
 	for _, img := range s.Images {

@@ -72,7 +72,20 @@ type Options struct {
 	// it, the set is listed as not rendered with how many were left out, and
 	// its first MaxAppsPerSet are previewed. Default DefaultMaxAppsPerSet.
 	MaxAppsPerSet int
+	// ArgoBuildOptions reads Argo CD's kustomize.buildOptions from argocd-cm
+	// (in the Application's namespace, else argocd) and says where it read
+	// them; ok is false when argocd-cm could not be read. Then, or when it is
+	// nil, ArgoDefaultBuildOptions applies, else Argo CD's default (none).
+	// With --enable-helm an Application's kustomizations inflate their
+	// helmCharts; without it they fail, as in Argo CD.
+	ArgoBuildOptions func(ctx context.Context, namespace string) (options, from string, ok bool)
+	// ArgoDefaultBuildOptions is the repo config's
+	// argocd.kustomizeBuildOptions; nil when unset.
+	ArgoDefaultBuildOptions *string
 }
+
+// DefaultArgoNamespace is where Argo CD runs by default (argocd).
+const DefaultArgoNamespace = defaultArgoNS
 
 // DefaultMaxAppsPerSet is Options.MaxAppsPerSet's default.
 const DefaultMaxAppsPerSet = 2000

@@ -32,6 +32,8 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	opts.Controllers.Branch = req.BaseBranch
 	opts.Controllers.Clusters = argoClusterLister(req)
 	opts.Controllers.LiveData = liveDataReader(req)
+	opts.Controllers.ArgoBuildOptions = argoBuildOptions(req)
+	opts.Controllers.ArgoDefaultBuildOptions = cfg.ArgoKustomizeBuildOptions
 	opts.Controllers.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
 		ro := t.Render
 		ro.Remote = req.Remote
@@ -177,6 +179,54 @@ func readLiveData(ctx context.Context, cfg *rest.Config, kind, ns, name string) 
 		return nil, false, fmt.Errorf("kind %q: want ConfigMap or Secret", kind)
 	}
 	return out, true, nil
+}
+
+// argoBuildOptions reads Argo CD's kustomize.buildOptions from argocd-cm
+// (argo-cd common.ArgoCDConfigMapName; settings key kustomize.buildOptions)
+// in the cluster Argo CD runs in, as argoClusterLister picks it: in the
+// Application's namespace, else in argocd, as Argo CD's apps in any
+// namespace share the control plane's. nil when there is no such cluster or
+// live mode is off there; each namespace is read once per preview.
+func argoBuildOptions(req Request) func(ctx context.Context, ns string) (string, string, bool) {
+	cl := req.ArgoCDCluster
+	if cl == nil || cl.Config == nil {
+		cl = req.DefaultCluster
+	}
+	if cl == nil || cl.Config == nil || cl.LiveMode == "off" {
+		return nil
+	}
+	cfg, name := cl.Config, cl.Name
+	type read struct {
+		options, from string
+		ok            bool
+	}
+	var mu sync.Mutex
+	cache := map[string]read{}
+	return func(ctx context.Context, ns string) (string, string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r, ok := cache[ns]; ok {
+			return r.options, r.from, r.ok
+		}
+		r := read{}
+		if kc, err := kubernetes.NewForConfig(cfg); err == nil {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			for _, n := range []string{ns, gitops.DefaultArgoNamespace} {
+				cm, err := kc.CoreV1().ConfigMaps(n).Get(ctx, "argocd-cm", metav1.GetOptions{})
+				if err != nil {
+					if apierrors.IsNotFound(err) {
+						continue
+					}
+					break
+				}
+				r = read{options: cm.Data["kustomize.buildOptions"], from: fmt.Sprintf("argocd-cm of %s in cluster %s", n, name), ok: true}
+				break
+			}
+		}
+		cache[ns] = r
+		return r.options, r.from, r.ok
+	}
 }
 
 // argoClusterSecretLabel marks Argo CD's cluster Secrets (common.LabelKeySecretType,

@@ -1060,6 +1060,54 @@ var gitopsCases = []gitopsCase{
 			}
 		},
 	},
+	// Issue 21: kustomize helmCharts with a chart from an OCI registry (the
+	// scenario's ocicharts/ folder), which Argo CD builds with --enable-helm
+	// (argocd-cm in the Application's namespace): a Renovate-style bump
+	// 1.0.0 → 1.1.0 renders in process, valuesInline over the chart's
+	// values, .Release.Namespace the kustomization's, the pre-upgrade hook
+	// left out as Argo CD runs it.
+	{
+		name:    "88-argo-kustomize-helmcharts-oci",
+		mustNot: []string{"not-rendered", "render-error"},
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "g88-web", "Deployment/g88/web", diffing.ActionModified, diffing.ActionModified)
+			wantChange(t, rep, "g88-web", "ConfigMap/g88/web-settings", diffing.ActionCreated, diffing.ActionCreated)
+			tr := targetNamed(t, rep, "g88-web")
+			if !slices.ContainsFunc(tr.Notes, func(n string) bool {
+				return strings.Contains(n, "1.0.0 resolves to 1.0.0 at base; 1.1.0 resolves to 1.1.0 at head")
+			}) {
+				t.Errorf("the notes do not name the chart versions at base and head: %q", tr.Notes)
+			}
+		},
+		variants: []gitopsVariant{{
+			// Without --enable-helm Argo CD fails to build it: a render
+			// error naming Argo CD's refusal, not a preview.
+			name:  "no-enable-helm",
+			edits: map[string][2]string{"live/argocd-cm.yaml": {"kustomize.buildOptions: --enable-helm", "kustomize.buildOptions: --load-restrictor LoadRestrictionsRootOnly"}},
+			must:  []string{"render-error"},
+		}},
+	},
+	// Issue 21: a Flux Kustomization whose kustomization gains helmCharts:
+	// kustomize-controller builds without Helm, so the finding is its
+	// refusal, not a render of the chart.
+	{
+		name:    "89-flux-kustomization-helmcharts",
+		must:    []string{"render-error"},
+		mustNot: []string{"Service/g89/web"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g89-web")
+			found := false
+			for _, f := range tr.Findings {
+				if f.Rule == diffing.RuleRenderError && strings.Contains(f.Message, "Flux's kustomize-controller builds kustomizations without Helm, so this fails there as in kustomize: \"must specify --enable-helm\"") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no render-error naming kustomize-controller's refusal: %+v", tr.Findings)
+			}
+		},
+	},
 	{
 		name: "44-argo-csa-changes",
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {

@@ -28,6 +28,9 @@ import (
 //   - repo/<chart>-<version>/ is served as a Helm HTTP repository (placeholderRepo);
 //   - oci/<name>-<tag>/ is pushed as a Flux artifact to <name>:<tag> of an
 //     in-process OCI registry (placeholderOCI + name);
+//   - ocicharts/<chart>-<version>/ (the chart's files but Chart.yaml) is
+//     packaged and pushed as a Helm chart to charts/<chart>:<version> of that
+//     registry (placeholderOCI + "charts", as helm pull oci://… reads it);
 //   - git/<name>-<tag>/ is committed (the whole tree, in tag order) and tagged
 //     in <name>.git of a git smart-HTTP server (placeholderGit + name + ".git").
 const (
@@ -56,7 +59,7 @@ type servedFixture struct {
 
 // hasRemoteFolders says whether a scenario folder has a repo/, oci/ or git/ folder.
 func hasRemoteFolders(dir string) bool {
-	for _, sub := range []string{"repo", "oci", "git"} {
+	for _, sub := range []string{"repo", "oci", "ocicharts", "git"} {
 		if _, err := os.Stat(filepath.Join(dir, sub)); err == nil {
 			return true
 		}
@@ -86,6 +89,16 @@ func remoteFixture(t *testing.T, dir string) *servedFixture {
 		}
 		sf.served[strings.TrimSuffix(sf.OCI.URL(""), "/")] = strings.TrimSuffix(placeholderOCI, "/")
 		allow = append(allow, remote.Prefix{URL: sf.OCI.URL("")})
+	}
+	if des := versionDirs(t, filepath.Join(dir, "ocicharts")); len(des) > 0 {
+		if sf.OCI == nil {
+			sf.OCI = ocitest.Start(t)
+			sf.served[strings.TrimSuffix(sf.OCI.URL(""), "/")] = strings.TrimSuffix(placeholderOCI, "/")
+			allow = append(allow, remote.Prefix{URL: sf.OCI.URL("")})
+		}
+		for _, d := range des {
+			sf.OCI.PushChart(t, "charts", ocitest.Chart(t, d.name, d.version, readFiles(t, d.path)))
+		}
 	}
 	if des := versionDirs(t, filepath.Join(dir, "git")); len(des) > 0 {
 		sf.Git = gittest.Start(t)
