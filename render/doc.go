@@ -17,9 +17,16 @@
 //   - Kustomize runs krusty (load restrictor RootOnly, builtin plugins only) over a
 //     read-only filesystem that mounts the checkout and a generated wrapper
 //     kustomization (for overrides and origin annotations). Every kustomization is
-//     screened before kustomize sees it: helmCharts, KRM/exec functions, external
+//     screened before kustomize sees it: KRM/exec functions, external
 //     plugins, remote files and paths leaving the checkout are *Error at the
 //     offending line. Builds are serialised, as krusty keeps global state.
+//   - kustomize's helmCharts are inflated in the render process with Helm's
+//     engine (helmcharts.go), never by a helm binary: the chart from the chart
+//     home, or one the caller fetched (KustomizeHelm.Charts; a render that
+//     needs one stops with an *Unavailable naming it, ChartNeeded), rendered
+//     with kustomize's values, namespace and release semantics and added to
+//     the build as a virtual component. KustomizeHelm.RefusedBy refuses them
+//     as a controller that builds without --enable-helm does.
 //   - Remote bases and components (git URLs in resources/components) are never
 //     fetched here: a render that meets one stops with an *Unavailable naming it
 //     (RemoteNeeded), and the caller, which holds the remote policy, may fetch it

@@ -256,7 +256,8 @@ stringData:
 				}
 				wantK := render.KustomizeOptions{NamePrefix: "prod-", Namespace: "web", Components: []string{"components/tls"},
 					Patches:      []string{"patch: |-\n  - op: remove\n    path: /spec/replicas\ntarget:\n  kind: Deployment\n"},
-					CommonLabels: map[string]string{"team": "web"}}
+					CommonLabels: map[string]string{"team": "web"},
+					Helm:         render.KustomizeHelm{RefusedBy: "Flux's kustomize-controller"}}
 				if diff := cmp.Diff(wantK, web.Render.Kustomize); diff != "" {
 					t.Errorf("web kustomize options (-want +got):\n%s", diff)
 				}
