@@ -12,6 +12,7 @@ import (
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
+	"github.com/driftpreview/driftpreview/render/remote"
 	"go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/types"
@@ -342,7 +343,7 @@ func (h *helmKustomize) chart(k *kfs, sb *sandbox, r string, g *types.HelmGlobal
 		fetched, ok := h.opts.Kustomize.Helm.Charts[kc.Key()]
 		if !ok {
 			return nil, &Error{File: file, Line: line, Err: &Unavailable{Chart: &kc,
-				Reason: fmt.Sprintf("helmCharts %s is not fetched: remote charts are fetched only when the remote policy allows them (--allow-remote, or the remote: block of the server config)", kc)}}
+				Reason: fmt.Sprintf("helmCharts %s is not fetched: %s", kc, remote.OffReason)}}
 		}
 		where = fmt.Sprintf("%s-%s", ch.Name, fetched.Version)
 		if csb, err = sb.mount(fetched.Dir, where, "helmchart-"+where); err != nil {
