@@ -262,7 +262,7 @@ func (l *layout) newSection(i int) *section {
 			u := &unit{sec: i, idx: ci, key: c.Key, worst: o.worst, failing: o.failing,
 				entry: objectMD(c.Key) + " (" + string(c.Action) + ")"}
 			if c.Diff != "" {
-				u.full = nestedDiff(objectHTML(c.Key)+": "+esc(string(c.Action))+riskSuffix(o), c.Diff)
+				u.full = nestedDiff(objectHTML(c.Key)+": "+esc(string(c.Action))+riskSuffix(o), fieldsMD(c)+fenced(c.Diff, "diff"))
 			}
 			s.pr = append(s.pr, u)
 		}
@@ -283,7 +283,7 @@ func (l *layout) newSection(i int) *section {
 			if c.LiveDiff != "" && sameChanges(c.LiveDiff, c.Diff) {
 				u.same = true
 			} else if c.LiveDiff != "" {
-				u.full = nestedDiff(objectHTML(c.Key)+": "+esc(what)+riskSuffix(o), c.LiveDiff)
+				u.full = nestedDiff(objectHTML(c.Key)+": "+esc(what)+riskSuffix(o), fenced(c.LiveDiff, "diff"))
 			}
 			s.live = append(s.live, u)
 		}
@@ -365,9 +365,38 @@ func riskSuffix(o *objectRisk) string {
 	return " " + sevEmoji(o.worst) + " " + esc(strings.Join(names, ", "))
 }
 
-// nestedDiff is one object's collapsed diff.
-func nestedDiff(summary, diff string) string {
-	return "<details><summary>" + summary + "</summary>\n\n" + fenced(diff, "diff") + "</details>\n\n"
+// nestedDiff is one object's collapsed diff (body: its fenced diff, after the
+// changed fields when there are some).
+func nestedDiff(summary, body string) string {
+	return "<details><summary>" + summary + "</summary>\n\n" + body + "</details>\n\n"
+}
+
+// fieldsMD is a modified object's changed fields by path before its diff
+// (issue 23): "- `spec.values.resources.limits.memory`: `512Mi` → `768Mi`",
+// list items by their name (`containers[name=app].image`). Every path and
+// value is a code span (mdtext), whatever the PR put in it.
+func fieldsMD(c diffing.Change) string {
+	fs := FieldSummary(c)
+	if len(fs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("- " + codeSpan(f.Path) + ": ")
+		switch {
+		case f.Added:
+			b.WriteString(codeSpan(f.After) + " (added)")
+		case f.Removed:
+			b.WriteString(codeSpan(f.Before) + " (removed)")
+		default:
+			b.WriteString(codeSpan(f.Before) + " → " + codeSpan(f.After))
+		}
+		b.WriteString("\n")
+	}
+	if c.MoreFields > 0 {
+		b.WriteString("- and " + plural(c.MoreFields, "more field", "more fields") + "\n")
+	}
+	return b.String() + "\n"
 }
 
 // liveHow says how the live result was computed and as which field manager.
