@@ -168,7 +168,7 @@ const secretValue = "s3cr3t-t0ken-value"
 func TestDiscoverFlux(t *testing.T) {
 	res, _ := discoverFixture(t, "flux", fluxOrigin)
 	ks := func(name, source string, prune, suspended bool) string {
-		return "Kustomization flux-system/" + name + " in " + source + " auto=" + boolStr(!suspended) + " prune=" + boolStr(prune) + " selfHeal=true suspended=" + boolStr(suspended) + " replace=false"
+		return "Kustomization flux-system/" + name + " in " + source + " auto=" + boolStr(!suspended) + " prune=" + boolStr(prune) + " selfHeal=" + boolStr(!suspended) + " suspended=" + boolStr(suspended) + " replace=false"
 	}
 	wantTargets := []proj{
 		{
