@@ -736,6 +736,27 @@ var gitopsCases = []gitopsCase{
 			mustNot: []string{"prune"},
 		}},
 	},
+	// Issue 21, item 4: a PR deletes a HelmRelease whose chart is not fetched:
+	// helm-controller uninstalls the release, whose objects come from Helm's
+	// release record (the Secret sh.helm.release.v1.db.v3), including one that
+	// lost Helm's annotations.
+	{
+		name:    "27-flux-helmrelease-deleted",
+		must:    []string{"prune-cascade HelmRelease/flux-system/g27-db", "prune Deployment/g27/db", "prune ConfigMap/g27/db-config"},
+		failing: true,
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			tr := targetNamed(t, rep, "g27-db")
+			if !slices.ContainsFunc(tr.Findings, func(f diffing.Finding) bool {
+				return f.Rule == diffing.RulePruneCascade && strings.Contains(f.Message, "2 objects in its Helm release (Secret g27/sh.helm.release.v1.db.v3)")
+			}) {
+				t.Errorf("no cascade naming the release record: %q", findingLines(rep))
+			}
+			md := report.Markdown(rep, report.DefaultOptions())
+			if strings.Contains(md, "H4sI") || strings.Contains(string(js), "H4sI") {
+				t.Errorf("the release record leaked into the output")
+			}
+		},
+	},
 	// Issue 21, item 5: an app of apps gets a child Application for a
 	// directory that is already in the repository: everything it deploys is
 	// created, not "unchanged" because the directory renders alike at base.
