@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -25,13 +26,8 @@ func webChart(dir string) map[string]string {
 }
 
 func withFiles(base map[string]string, more map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range more {
-		out[k] = v
-	}
+	out := maps.Clone(base)
+	maps.Copy(out, more)
 	return out
 }
 

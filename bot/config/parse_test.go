@@ -344,6 +344,7 @@ func TestParseDefaults(t *testing.T) {
 		{"only comments", "# nothing yet\n", &Config{Version: 1, Discovered: true}},
 		{"no targets", "version: 1\nhumanManagers: [lens]\n", &Config{Version: 1, Discovered: true, HumanManagers: []string{"lens"}}},
 		{"empty targets", "version: 1\ntargets: []\n", &Config{Version: 1, Discovered: true}},
+		{"argocd build options", "version: 1\nargocd:\n  kustomizeBuildOptions: --enable-helm\n", &Config{Version: 1, Discovered: true, ArgoKustomizeBuildOptions: func() *string { s := "--enable-helm"; return &s }()}},
 		{"target defaults", "version: 1\ntargets:\n  - path: apps/web\n", &Config{Version: 1, Targets: []Target{NewTarget("apps/web")}}},
 		{"repository root", "version: 1\ntargets:\n  - {name: all, path: .}\n", &Config{Version: 1, Targets: []Target{func() Target { t := NewTarget("."); t.Name = "all"; return t }()}}},
 		{"anchors and merge keys", "version: 1\ntargets:\n  - {path: a, sync: &s {prune: false, manager: flux}}\n  - path: b\n    sync: {<<: *s, manager: argo}\n",

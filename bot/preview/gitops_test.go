@@ -1118,13 +1118,9 @@ var gitopsCases = []gitopsCase{
 		failing: true,
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
 			tr := targetNamed(t, rep, "g89-web")
-			found := false
-			for _, f := range tr.Findings {
-				if f.Rule == diffing.RuleRenderError && strings.Contains(f.Message, "Flux's kustomize-controller builds kustomizations without Helm, so this fails there as in kustomize: \"must specify --enable-helm\"") {
-					found = true
-				}
-			}
-			if !found {
+			if !slices.ContainsFunc(tr.Findings, func(f diffing.Finding) bool {
+				return f.Rule == diffing.RuleRenderError && strings.Contains(f.Message, "Flux's kustomize-controller builds kustomizations without Helm, so this fails there as in kustomize: \"must specify --enable-helm\"")
+			}) {
 				t.Errorf("no render-error naming kustomize-controller's refusal: %+v", tr.Findings)
 			}
 		},
