@@ -121,7 +121,7 @@ exit 1
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
-	kc := lines[4]
+	kc := lines[slices.Index(lines, "--kubeconfig")+1]
 	want := []string{"comment", "--live-mode", "dry-run", "--report-file", "driftpreview-report.html", "--kubeconfig", kc, "--context", "prod", "--config", "ci/driftpreview.yaml",
 		"--target", "apps", "--target", "web@prod", "--check-name", "preview", "600", "apiVersion: v1", "kind: Config", "GITHUB_TOKEN=ghs_x"}
 	if diff := cmp.Diff(want, lines); diff != "" {

@@ -120,7 +120,7 @@ func TestRunPreview(t *testing.T) {
 			code: exitOK, rules: []string{"live-unavailable / pre-existing"}},
 		{name: "a render error the PR introduces fails", args: []string{"--repo", renderFailure, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json"},
 			code: exitFailing, rules: []string{"render-error / failing"}},
-		{name: "a render error at base and head is pre-existing", args: []string{"--repo", preExisting, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json"},
+		{name: "a render error at base and head is pre-existing", args: []string{"--repo", preExisting, "--base", "base", "--head", "head", "--live-mode", "off", "--format", "json", "--all-targets"},
 			code: exitOK, rules: []string{"render-error / pre-existing"}},
 		{name: "nothing rendered says so and exits 0", args: []string{"--repo", nothing, "--base", "base", "--head", "head", "--live-mode", "off"},
 			code: exitOK, stdout: "nothing compared: 1 target not rendered"},

@@ -5,6 +5,10 @@
 # policy, 1 failing findings, 2 usage, config or internal error.
 set -euo pipefail
 args=(comment --live-mode "${DP_LIVE_MODE:-simulate}")
+# The full report page for the workflow to upload (README: upload-artifact);
+# the input's default when unset, none when set empty.
+report="${DP_REPORT_FILE-driftpreview-report.html}"
+if [ -n "$report" ]; then args+=(--report-file "$report"); fi
 if [ -n "${DP_KUBECONFIG:-}" ]; then
   kc="$(umask 077 && mktemp "${RUNNER_TEMP:?}/driftpreview-kubeconfig.XXXXXX")"
   trap 'rm -f "$kc"' EXIT
