@@ -268,6 +268,9 @@ func (d *differ) computeChanges() {
 			c.Diff = diff
 		}
 		c.IgnoredLines = hidden
+		if c.Action != ActionUnchanged {
+			d.tr.Images = append(d.tr.Images, ImageChanges(k, bo, ho)...)
+		}
 		d.changes[k] = c
 	}
 }

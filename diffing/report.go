@@ -247,9 +247,12 @@ type TargetReport struct {
 	Controller  *Controller `json:"controller,omitempty"`
 	Summary     Summary     `json:"summary"`
 	Changes     []Change    `json:"changes"`
-	Findings    []Finding   `json:"findings"`
-	Notes       []string    `json:"notes,omitempty"`
-	Error       string      `json:"error,omitempty"`
+	// Images are the container images the PR adds, removes or changes, in
+	// object key order (ImageChanges).
+	Images   []ImageChange `json:"images,omitempty"`
+	Findings []Finding     `json:"findings"`
+	Notes    []string      `json:"notes,omitempty"`
+	Error    string        `json:"error,omitempty"`
 	// Skipped says why a listed target was not rendered at all (its source is
 	// outside the repository, an unsupported generator…).
 	Skipped string `json:"skipped,omitempty"`

@@ -114,6 +114,11 @@ func TestHostileTextIsEscaped(t *testing.T) {
 			head := edit(base, set(hijack, "spec", "storageClassName"))
 			return report(diffTarget(diffing.Input{Name: "app", Path: "app", Base: objs(base), Head: objs(head)}), plainTarget(t))
 		},
+		"container image": func(t *testing.T, hijack string) *diffing.Report {
+			base := obj(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: app}\nspec: {template: {spec: {containers: [{name: app, image: 'web:1'}]}}}\n")
+			head := edit(base, set([]any{map[string]any{"name": "app" + hijack, "image": "web:1" + hijack}}, "spec", "template", "spec", "containers"))
+			return report(diffTarget(diffing.Input{Name: "app", Path: "app", Base: objs(base), Head: objs(head)}), plainTarget(t))
+		},
 		"render error": func(t *testing.T, hijack string) *diffing.Report {
 			return report(diffTarget(diffing.Input{Name: "app", Path: "app", HeadErr: renderErr}), plainTarget(t))
 		},

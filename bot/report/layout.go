@@ -100,6 +100,7 @@ type layout struct {
 	reserve     int            // bytes fit keeps free (Pages' "continued" line)
 	names       map[string]int // targets by name, for targetName
 	notice      *string        // liveNotice, made once
+	images      *string        // imagesMD, made once
 	lines       *string        // notCompared, made once per shortLines
 	linesShort  bool
 }

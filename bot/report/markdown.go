@@ -48,6 +48,9 @@ func (b block) String() string {
 // reason for the targets it has no section for (issue 23).
 func (l *layout) blocks() []block {
 	bs := []block{{text: l.headline()}}
+	if s := l.imagesMD(); s != "" {
+		bs = append(bs, block{text: s})
+	}
 	if s := reportLink(l.opts); s != "" {
 		bs = append(bs, block{text: s})
 	}

@@ -39,6 +39,7 @@ func Text(r *diffing.Report, opts TextOptions) string {
 	l := newLayout(r, Options{ShortSHA: opts.ShortSHA})
 	w := &textWriter{color: opts.Color}
 	w.headline(l)
+	w.images(l)
 	w.findings(l, l.rows[:l.nIntro], "Findings")
 	for _, s := range l.shown {
 		if !s.liveOnly {
@@ -159,6 +160,23 @@ func (w *textWriter) headline(l *layout) {
 	if n := l.liveNotice(); n != "" {
 		w.nl()
 		w.line(0, strings.TrimSpace(strings.NewReplacer("> ", "", "**", "", "This comment shows", "This report shows").Replace(n)))
+	}
+}
+
+// images is the images summary (imagesMD) as plain lines.
+func (w *textWriter) images(l *layout) {
+	lines, more := l.imagesSummary(false)
+	if len(lines) == 0 {
+		return
+	}
+	w.nl()
+	w.put("Images", styleBold)
+	w.nl()
+	for _, ln := range lines {
+		w.line(2, ln)
+	}
+	if more > 0 {
+		w.line(2, "and "+plural(more, "more image change", "more image changes"))
 	}
 }
 
