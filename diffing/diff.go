@@ -252,6 +252,9 @@ func (d *differ) computeChanges() {
 			diff, hidden, changed = d.objectDiffFields(k, bo, ho, secretValues(bo), secretValues(ho), fields)
 			if fields != nil && changed {
 				c.Fields, c.MoreFields = fields.list, fields.more
+				if len(fields.chartMeta) > 0 {
+					c.ChartMetadata, c.ShownDiff = fields.chartMeta, &fields.shown
+				}
 			}
 		}
 		switch {
@@ -282,10 +285,14 @@ func (d *differ) objectDiff(k render.ObjectKey, oldObj, newObj *unstructured.Uns
 	return d.objectDiffFields(k, oldObj, newObj, oldVals, newVals, nil)
 }
 
-// fieldList is where objectDiffFields puts the changed fields it finds.
+// fieldList is where objectDiffFields puts the changed fields it finds, and
+// the chart bookkeeping it folds (chartMeta: the keys; shown: the diff without
+// them).
 type fieldList struct {
-	list []FieldChange
-	more int
+	list      []FieldChange
+	more      int
+	chartMeta []string
+	shown     string
 }
 
 // objectDiffFields is objectDiff that also lists the changed fields of what the
@@ -320,7 +327,14 @@ func (d *differ) objectDiffFields(k render.ObjectKey, oldObj, newObj *unstructur
 		return "", hidden, false
 	}
 	if fields != nil && ma != nil && mb != nil {
-		fields.list, fields.more = FieldChanges(ma.Object, mb.Object, MaxFieldChanges)
+		// Chart bookkeeping is folded into one line for the reader: the
+		// fields and the diff shown leave it out; Diff keeps it (issue 23).
+		sa, sb := ma, mb
+		if keys := chartMetaChanges(ma.Object, mb.Object, d.opts.ChartMetadata); len(keys) > 0 {
+			sa, sb = withoutChartMeta(ma, d.opts.ChartMetadata), withoutChartMeta(mb, d.opts.ChartMetadata)
+			fields.chartMeta, fields.shown = keys, unified(toYAML(sa), toYAML(sb))
+		}
+		fields.list, fields.more = FieldChanges(sa.Object, sb.Object, MaxFieldChanges)
 	}
 	return unified(a, b), hidden, true
 }

@@ -45,6 +45,11 @@ type Options struct {
 	// and policy: they and the objects' sync-options annotations decide prunes,
 	// cascade deletions and replaces (ArgoSync). Nil for other controllers.
 	Argo *ArgoSync
+	// ChartMetadata are label and annotation keys (path.Match patterns) that
+	// are chart bookkeeping: their changes are folded out of the diff shown
+	// (Change.ChartMetadata). DefaultOptions sets DefaultChartMetadata; empty
+	// folds nothing.
+	ChartMetadata []string
 	// RemovedKind is the kind of that controller object (a ControllerKinds
 	// row): what its controller leaves in place of a cascade (RemovalKeeps).
 	RemovedKind string
@@ -52,7 +57,7 @@ type Options struct {
 
 // DefaultOptions is prune on, manager "driftpreview", and the default policy.
 func DefaultOptions() Options {
-	return Options{Prune: true, Manager: "driftpreview", Policy: DefaultPolicy()}
+	return Options{Prune: true, Manager: "driftpreview", Policy: DefaultPolicy(), ChartMetadata: slices.Clone(DefaultChartMetadata)}
 }
 
 // IgnoreRule hides matching findings and diff lines. Empty fields match anything.

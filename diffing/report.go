@@ -182,6 +182,22 @@ type Change struct {
 	// summary; not part of the JSON contract.
 	Fields     []FieldChange `json:"-"`
 	MoreFields int           `json:"-"`
+	// ChartMetadata are the chart bookkeeping labels and annotations
+	// (Options.ChartMetadata) a modified object's Diff changes, sorted; then
+	// ShownDiff is Diff without them ("" when nothing else changed), the diff
+	// a reader is shown with one "chart metadata changed" line. Fields leave
+	// them out too. Not part of the JSON contract: Diff keeps every line.
+	ChartMetadata []string `json:"-"`
+	ShownDiff     *string  `json:"-"`
+}
+
+// ReaderDiff is the diff to show a reader: Diff with chart bookkeeping folded
+// out when there is some (ShownDiff), else Diff.
+func (c Change) ReaderDiff() string {
+	if c.ShownDiff != nil {
+		return *c.ShownDiff
+	}
+	return c.Diff
 }
 
 // Summary counts a target's changes.

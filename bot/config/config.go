@@ -24,6 +24,11 @@ type Config struct {
 	// kustomize.buildOptions (argocd-cm) for when argocd-cm cannot be read
 	// from the cluster; nil when unset.
 	ArgoKustomizeBuildOptions *string
+	// ChartMetadata is noise.chartMetadata: the label and annotation keys
+	// (path.Match patterns) whose changes the comment folds into one line per
+	// object; nil when unset (diffing.DefaultChartMetadata), empty to fold
+	// nothing.
+	ChartMetadata []string
 }
 
 // Target is one thing to render and compare: a directory (kustomization, chart or

@@ -9,7 +9,7 @@ import (
 
 // DiffOptions builds the diffing options for one target: the target's sync settings
 // (prune, replace, field manager), the global policy, stateful kinds and human
-// managers, and the global ignore rules followed by the target's own (the
+// managers, the chart metadata folded in the diff shown, and the global ignore rules followed by the target's own (the
 // pipeline has judged their expiry once for the report). Slices and maps are copied, so diffing
 // may not change the Config through them. A nil Config gives the defaults.
 func (c *Config) DiffOptions(t Target) diffing.Options {
@@ -31,6 +31,9 @@ func (c *Config) DiffOptions(t Target) diffing.Options {
 		o.HumanManagers = slices.Clone(c.HumanManagers)
 		o.Policy = diffing.Policy{Fail: slices.Clone(c.Policy.Fail), Severity: maps.Clone(c.Policy.Severity)}
 		o.Ignore = slices.Clone(c.Ignore)
+		if c.ChartMetadata != nil {
+			o.ChartMetadata = slices.Clone(c.ChartMetadata)
+		}
 	}
 	if !o.Argo.RespectsIgnores() {
 		// An Application's ignoreDifferences, which its sync does not respect:

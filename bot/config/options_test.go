@@ -38,6 +38,7 @@ func TestDiffOptions(t *testing.T) {
 				Prune: false, Replace: true, Manager: "kustomize-controller",
 				StatefulKinds: cfg.StatefulKinds, HumanManagers: cfg.HumanManagers,
 				Ignore: []diffing.IgnoreRule{global, local}, Policy: cfg.Policy,
+				ChartMetadata: diffing.DefaultChartMetadata,
 			},
 		},
 		{
@@ -48,17 +49,31 @@ func TestDiffOptions(t *testing.T) {
 				Prune: true, Manager: DefaultManager,
 				StatefulKinds: cfg.StatefulKinds, HumanManagers: cfg.HumanManagers,
 				Ignore: []diffing.IgnoreRule{global}, Policy: cfg.Policy,
+				ChartMetadata: diffing.DefaultChartMetadata,
 			},
+		},
+		{
+			name:   "custom chart metadata",
+			cfg:    &Config{ChartMetadata: []string{"example.com/*"}},
+			target: NewTarget("apps/web"),
+			want:   diffing.Options{Prune: true, Manager: DefaultManager, ChartMetadata: []string{"example.com/*"}},
+		},
+		{
+			name:   "empty chart metadata folds nothing",
+			cfg:    &Config{ChartMetadata: []string{}},
+			target: NewTarget("apps/web"),
+			want:   diffing.Options{Prune: true, Manager: DefaultManager, ChartMetadata: []string{}},
 		},
 		{
 			name:   "nil config and a zero target",
 			target: Target{Name: "x", Path: "x", Ignore: []diffing.IgnoreRule{local}},
-			want:   diffing.Options{Manager: DefaultManager, Ignore: []diffing.IgnoreRule{local}},
+			want:   diffing.Options{Manager: DefaultManager, Ignore: []diffing.IgnoreRule{local}, ChartMetadata: diffing.DefaultChartMetadata},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.cfg.DiffOptions(tt.target)
+			// cmp tells nil (the default list) from empty (fold nothing).
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("DiffOptions mismatch (-want +got):\n%s", diff)
 			}

@@ -40,8 +40,9 @@ const maxNodes = 200_000
 // The keys each mapping accepts, in the order error messages list them. The schema
 // test checks that schema.json declares exactly these.
 var (
-	keysTop          = []string{"version", "targets", "policy", "statefulKinds", "humanManagers", "ignore", "argocd"}
+	keysTop          = []string{"version", "targets", "policy", "statefulKinds", "humanManagers", "ignore", "argocd", "noise"}
 	keysArgoCD       = []string{"kustomizeBuildOptions"}
+	keysNoise        = []string{"chartMetadata"}
 	keysTarget       = []string{"name", "path", "renderer", "namespace", "cluster", "helm", "kustomize", "directory", "sync", "ignore", "watch"}
 	keysHelm         = []string{"releaseName", "valuesFiles", "values", "skipCrds", "kubeVersion"}
 	keysKustomize    = []string{"namePrefix", "nameSuffix", "images", "commonLabels", "commonAnnotations"}
@@ -364,15 +365,18 @@ func (p *parser) strings(n *yaml.Node, field string, check func(s string, v *yam
 	return out
 }
 
+// globCheck reports a bad glob pattern (path.Match).
+func (p *parser) globCheck(s string, v *yaml.Node, f string) bool {
+	if _, err := path.Match(s, ""); err != nil {
+		p.fail(v, f, "bad glob pattern %s: %v", display(s), err)
+		return false
+	}
+	return true
+}
+
 // globs reads a glob pattern or a list of them.
 func (p *parser) globs(n *yaml.Node, field string) []string {
-	check := func(s string, v *yaml.Node, f string) bool {
-		if _, err := path.Match(s, ""); err != nil {
-			p.fail(v, f, "bad glob pattern %s: %v", display(s), err)
-			return false
-		}
-		return true
-	}
+	check := p.globCheck
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
 		if s, ok := p.nonEmpty(n, field); ok && check(s, n, field) {
 			return []string{s}
@@ -501,6 +505,12 @@ func (p *parser) config(root *yaml.Node) *Config {
 			cfg.HumanManagers = p.strings(v, "humanManagers", nil)
 		case "ignore":
 			cfg.Ignore = p.ignoreRules(v, "ignore")
+		case "noise":
+			p.object(v, "noise", keysNoise, func(key string, k, v *yaml.Node) {
+				if key == "chartMetadata" {
+					cfg.ChartMetadata = p.strings(v, "noise.chartMetadata", p.globCheck)
+				}
+			})
 		case "argocd":
 			p.object(v, "argocd", keysArgoCD, func(key string, k, v *yaml.Node) {
 				if key == "kustomizeBuildOptions" {

@@ -26,7 +26,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key at top level",
 			yaml: "version: 1\npolcy: {}\n",
-			want: []string{`.driftpreview.yaml:2: unknown key "polcy"; did you mean "policy"? (allowed: version, targets, policy, statefulKinds, humanManagers, ignore, argocd)`},
+			want: []string{`.driftpreview.yaml:2: unknown key "polcy"; did you mean "policy"? (allowed: version, targets, policy, statefulKinds, humanManagers, ignore, argocd, noise)`},
 		},
 		{
 			name: "unknown key in a target",
@@ -208,6 +208,14 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "chart metadata patterns",
+			yaml: "version: 1\nnoise:\n  chartMetadata: [\"checksum/[\"]\n  folded: true\n",
+			want: []string{
+				`.driftpreview.yaml:3: noise.chartMetadata[0]: bad glob pattern "checksum/[": syntax error in pattern`,
+				`.driftpreview.yaml:4: noise: unknown key "folded" (allowed: chartMetadata)`,
+			},
+		},
+		{
 			name: "secret-looking values are never echoed",
 			yaml: "version: 1\ntargets:\n  - path: a\n    sync: {prune: ghp_AbCdEf0123456789AbCdEf0123456789}\n    ghp_AbCdEf0123456789AbCdEf0123456789: x\n",
 			want: []string{
@@ -345,6 +353,8 @@ func TestParseDefaults(t *testing.T) {
 		{"no targets", "version: 1\nhumanManagers: [lens]\n", &Config{Version: 1, Discovered: true, HumanManagers: []string{"lens"}}},
 		{"empty targets", "version: 1\ntargets: []\n", &Config{Version: 1, Discovered: true}},
 		{"argocd build options", "version: 1\nargocd:\n  kustomizeBuildOptions: --enable-helm\n", &Config{Version: 1, Discovered: true, ArgoKustomizeBuildOptions: func() *string { s := "--enable-helm"; return &s }()}},
+		{"chart metadata", "version: 1\nnoise:\n  chartMetadata: [\"example.com/*\", helm.sh/chart]\n", &Config{Version: 1, Discovered: true, ChartMetadata: []string{"example.com/*", "helm.sh/chart"}}},
+		{"chart metadata off", "version: 1\nnoise: {chartMetadata: []}\n", &Config{Version: 1, Discovered: true, ChartMetadata: []string{}}},
 		{"target defaults", "version: 1\ntargets:\n  - path: apps/web\n", &Config{Version: 1, Targets: []Target{NewTarget("apps/web")}}},
 		{"repository root", "version: 1\ntargets:\n  - {name: all, path: .}\n", &Config{Version: 1, Targets: []Target{func() Target { t := NewTarget("."); t.Name = "all"; return t }()}}},
 		{"anchors and merge keys", "version: 1\ntargets:\n  - {path: a, sync: &s {prune: false, manager: flux}}\n  - path: b\n    sync: {<<: *s, manager: argo}\n",

@@ -147,6 +147,7 @@ func TestSchemaKeys(t *testing.T) {
 		{"sync", keysSync},
 		{"policy", keysPolicy},
 		{"argocd", keysArgoCD},
+		{"noise", keysNoise},
 		{"statefulKind", keysStatefulKind},
 		{"ignoreRule", keysIgnore},
 	}

@@ -263,7 +263,17 @@ func (l *layout) newSection(i int) *section {
 			u := &unit{sec: i, idx: ci, key: c.Key, worst: o.worst, failing: o.failing,
 				entry: objectMD(c.Key) + " (" + string(c.Action) + ")"}
 			if c.Diff != "" {
-				u.full = nestedDiff(objectHTML(c.Key)+": "+esc(string(c.Action))+riskSuffix(o), fieldsMD(c)+fenced(c.Diff, "diff"))
+				body := fieldsMD(c)
+				if d := c.ReaderDiff(); d != "" {
+					body += fenced(d, "diff")
+					if len(c.ChartMetadata) > 0 {
+						body += "\n"
+					}
+				}
+				if lead := chartMetadataLead(c); lead != "" {
+					body += lead + ": " + codeSpans(c.ChartMetadata) + "\n\n"
+				}
+				u.full = nestedDiff(objectHTML(c.Key)+": "+esc(string(c.Action))+riskSuffix(o), body)
 			}
 			s.pr = append(s.pr, u)
 		}
@@ -398,6 +408,37 @@ func fieldsMD(c diffing.Change) string {
 		b.WriteString("- and " + plural(c.MoreFields, "more field", "more fields") + "\n")
 	}
 	return b.String() + "\n"
+}
+
+// ChartMetadataLine is the one line that stands for a modified object's
+// chart bookkeeping changes (issue 23), in plain text: "and chart metadata
+// changed: helm.sh/chart, checksum/config" after the rest of its diff, "Chart
+// metadata changed: …" when nothing else changed; "" when none changed.
+func ChartMetadataLine(c diffing.Change) string {
+	if lead := chartMetadataLead(c); lead != "" {
+		return lead + ": " + strings.Join(c.ChartMetadata, ", ")
+	}
+	return ""
+}
+
+// chartMetadataLead is ChartMetadataLine's words before the keys.
+func chartMetadataLead(c diffing.Change) string {
+	switch {
+	case len(c.ChartMetadata) == 0:
+		return ""
+	case c.ReaderDiff() == "":
+		return "Chart metadata changed"
+	}
+	return "and chart metadata changed"
+}
+
+// codeSpans writes names as code spans separated by commas.
+func codeSpans(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = codeSpan(n)
+	}
+	return strings.Join(out, ", ")
 }
 
 // liveHow says how the live result was computed and as which field manager.

@@ -293,7 +293,10 @@ func (w *textWriter) target(l *layout, s *section) {
 			if c.MoreFields > 0 {
 				w.line(6, "and "+plural(c.MoreFields, "more field", "more fields"))
 			}
-			w.diff(c.Diff)
+			w.diff(c.ReaderDiff())
+			if line := ChartMetadataLine(c); line != "" {
+				w.line(6, line)
+			}
 		}
 	}
 	if s.liveHead != "" {
