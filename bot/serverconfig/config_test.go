@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/driftpreview/driftpreview/render/remote"
 )
 
 const (
@@ -162,6 +164,7 @@ func TestLoad(t *testing.T) {
 					Queue:    Queue{Driver: "sqlite", DSN: NewSecret(DefaultSQLiteDSN), Workers: DefaultWorkers, JobTimeout: DefaultJobTimeout, RescueStuckAfter: DefaultJobTimeout + 5*time.Minute, MaxAttempts: DefaultMaxAttempts, SweepInterval: DefaultSweepInterval},
 					WorkDir:  DefaultWorkDir,
 					LogLevel: "info",
+					Remote:   remote.Policy{Mode: remote.ModePublic, CacheDir: filepath.Join(DefaultWorkDir, "remote-cache")},
 					Warnings: []string{"ignoring unknown environment variable DRIFTPREVIEW_NOSUCHTHING (not a server.yaml setting)"},
 				}
 			},
@@ -197,6 +200,9 @@ func TestLoad(t *testing.T) {
 				Repos:          []string{"acme/*"},
 				WorkDir:        "/var/lib/driftpreview/mirrors",
 				LogLevel:       "info",
+				// remote.mode public is the default (README "Remote sources"), with
+				// its cache under the work directory.
+				Remote: remote.Policy{Mode: remote.ModePublic, CacheDir: "/var/lib/driftpreview/mirrors/remote-cache"},
 			}
 			tt.want(want)
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(Secret{}), cmpopts.EquateEmpty()); diff != "" {
