@@ -395,6 +395,10 @@ func fieldsMD(c diffing.Change) string {
 	for _, f := range fs {
 		b.WriteString("- " + codeSpan(f.Path) + ": ")
 		switch {
+		case f.Lines > 0:
+			b.WriteString(linesChanged(f.Lines))
+		case f.Reordered:
+			b.WriteString("reordered, " + codeSpan(f.Before) + " → " + codeSpan(f.After))
 		case f.Added:
 			b.WriteString(codeSpan(f.After) + " (added)")
 		case f.Removed:

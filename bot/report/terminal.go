@@ -358,6 +358,13 @@ func (w *textWriter) field(f diffing.FieldChange) {
 	w.b.WriteString("      ")
 	w.put(f.Path+": ", stylePlain)
 	switch {
+	case f.Lines > 0:
+		w.put(linesChanged(f.Lines), stylePlain)
+	case f.Reordered:
+		w.put("reordered, ", stylePlain)
+		w.put(f.Before, styleDel)
+		w.put(" → ", stylePlain)
+		w.put(f.After, styleAdd)
 	case f.Added:
 		w.put(f.After, styleAdd)
 		w.put(" (added)", styleFaint)
@@ -434,9 +441,19 @@ func FieldSummary(c diffing.Change) []diffing.FieldChange {
 	return c.Fields
 }
 
+// linesChanged is a multi-line string's change in the changed fields: the
+// diff below shows its lines.
+func linesChanged(n int) string {
+	return plural(n, "line", "lines") + " changed (see the diff)"
+}
+
 // FieldLine writes one FieldChange as plain text.
 func FieldLine(f diffing.FieldChange) string {
 	switch {
+	case f.Lines > 0:
+		return f.Path + ": " + linesChanged(f.Lines)
+	case f.Reordered:
+		return f.Path + ": reordered, " + f.Before + " → " + f.After
 	case f.Added:
 		return f.Path + ": " + f.After + " (added)"
 	case f.Removed:
