@@ -71,7 +71,7 @@ func Diff(in Input, opts Options) TargetReport {
 		Changes:  []Change{},
 		Findings: []Finding{},
 	}
-	d.ig = ignores{active: opts.Ignore}
+	d.ig = newIgnores(opts.Ignore, d.note)
 
 	if in.Live != nil {
 		d.tr.LiveMode = in.Live.Mode
@@ -299,7 +299,7 @@ type fieldList struct {
 // diff shows into fields, when fields is not nil.
 func (d *differ) objectDiffFields(k render.ObjectKey, oldObj, newObj *unstructured.Unstructured, oldVals, newVals map[string]string, fields *fieldList) (string, int, bool) {
 	paths := d.ig.linePaths(k)
-	if len(paths) == 0 && normalizedEqual(oldObj, newObj) {
+	if paths.empty() && normalizedEqual(oldObj, newObj) {
 		// Nothing to show and no ignored lines to count, learnt without copying.
 		return "", 0, false
 	}
@@ -310,7 +310,7 @@ func (d *differ) objectDiffFields(k render.ObjectKey, oldObj, newObj *unstructur
 		// Equal content marshals to equal text: no diff, and no YAML to write
 		// (most objects of a large PR; marshalling was a fifth of a run's CPU).
 		hidden := 0
-		if len(paths) > 0 {
+		if !paths.empty() {
 			if fa, fb := maskPair(on, nn, oldVals, newVals); !sameContent(fa, fb) {
 				hidden = changedLines(toYAML(fa), toYAML(fb))
 			}
@@ -319,7 +319,7 @@ func (d *differ) objectDiffFields(k render.ObjectKey, oldObj, newObj *unstructur
 	}
 	a, b := toYAML(ma), toYAML(mb)
 	hidden := 0
-	if len(paths) > 0 {
+	if !paths.empty() {
 		fa, fb := maskPair(on, nn, oldVals, newVals)
 		hidden = max(changedLines(toYAML(fa), toYAML(fb))-changedLines(a, b), 0)
 	}

@@ -34,12 +34,13 @@ func (r IgnoreRule) matchesObject(k render.ObjectKey) bool {
 // hidesLines reports whether the rule removes diff lines: it names paths and is
 // not narrowed to certain findings by rules or managers.
 func (r IgnoreRule) hidesLines() bool {
-	return len(r.Paths) > 0 && len(r.Rules) == 0 && len(r.Managers) == 0
+	return (len(r.Paths) > 0 || len(r.JQ) > 0) && len(r.Rules) == 0 && len(r.Managers) == 0
 }
 
 // matchesFinding reports whether the rule hides f: every criterion it sets must hold.
 func (r IgnoreRule) matchesFinding(f Finding) bool {
-	if !r.matchesObject(f.Key) {
+	if !r.matchesObject(f.Key) || len(r.JQ) > 0 {
+		// jq paths depend on the object's content: they hide diff lines only.
 		return false
 	}
 	if len(r.Rules) > 0 && !slices.Contains(r.Rules, f.Rule) {
@@ -57,7 +58,41 @@ func (r IgnoreRule) matchesFinding(f Finding) bool {
 // ignores is the set of ignore rules in force for one Diff.
 type ignores struct {
 	active []IgnoreRule
+	jq     map[string]*jqPath // compiled JQ of active, by expression
+	note   func(string)       // reports a jq expression that fails
 }
+
+// newIgnores compiles the rules' jq expressions once; one that does not
+// compile becomes a note naming it and where it came from, and is not applied.
+func newIgnores(active []IgnoreRule, note func(string)) ignores {
+	ig := ignores{active: active, note: note}
+	for _, r := range active {
+		for _, e := range r.JQ {
+			if _, ok := ig.jq[e]; ok {
+				continue
+			}
+			if ig.jq == nil {
+				ig.jq = map[string]*jqPath{}
+			}
+			j, err := compileJQPath(e, r.Origin)
+			if err != nil {
+				note(err.Error())
+			}
+			ig.jq[e] = j // nil when it does not compile
+		}
+	}
+	return ig
+}
+
+// lineIgnore is what is removed from one object's diffs: fields at pointers
+// and fields jq expressions select.
+type lineIgnore struct {
+	ptrs []string
+	jq   []*jqPath
+	note func(string)
+}
+
+func (l lineIgnore) empty() bool { return len(l.ptrs) == 0 && len(l.jq) == 0 }
 
 // JudgeIgnores separates the ignore rules in force at now from the expired ones,
 // which become ignore-expired findings. The pipeline judges every rule of a report
@@ -97,6 +132,9 @@ func ignoreScope(r IgnoreRule) string {
 	if len(r.Paths) > 0 {
 		parts = append(parts, "paths "+strings.Join(r.Paths, ", "))
 	}
+	if len(r.JQ) > 0 {
+		parts = append(parts, "jq paths "+strings.Join(r.JQ, ", "))
+	}
 	if len(r.Managers) > 0 {
 		parts = append(parts, "managers "+strings.Join(r.Managers, ", "))
 	}
@@ -118,25 +156,40 @@ func (ig ignores) hideFinding(f Finding) bool {
 	return slices.ContainsFunc(ig.active, func(r IgnoreRule) bool { return r.matchesFinding(f) })
 }
 
-// linePaths lists the pointers whose fields are removed from k's diffs.
-func (ig ignores) linePaths(k render.ObjectKey) []string {
-	var out []string
+// linePaths lists what is removed from k's diffs.
+func (ig ignores) linePaths(k render.ObjectKey) lineIgnore {
+	out := lineIgnore{note: ig.note}
 	for _, r := range ig.active {
 		if r.hidesLines() && r.matchesObject(k) {
-			out = append(out, r.Paths...)
+			out.ptrs = append(out.ptrs, r.Paths...)
+			for _, e := range r.JQ {
+				if j := ig.jq[e]; j != nil {
+					out.jq = append(out.jq, j)
+				}
+			}
 		}
 	}
 	return out
 }
 
 // strip returns obj without the fields at paths (obj itself when there are none).
-func strip(obj *unstructured.Unstructured, paths []string) *unstructured.Unstructured {
-	if obj == nil || len(paths) == 0 {
+func strip(obj *unstructured.Unstructured, paths lineIgnore) *unstructured.Unstructured {
+	if obj == nil || paths.empty() {
 		return obj
 	}
 	out := obj.DeepCopy()
-	for _, p := range paths {
+	for _, p := range paths.ptrs {
 		removePath(out.Object, p)
+	}
+	for _, j := range paths.jq {
+		obj, err := j.del(out.Object)
+		if err != nil {
+			if paths.note != nil {
+				paths.note(err.Error())
+			}
+			continue
+		}
+		out.Object = obj
 	}
 	return out
 }

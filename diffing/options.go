@@ -67,9 +67,13 @@ type IgnoreRule struct {
 	Namespace string   `json:"namespace,omitempty"`
 	Name      string   `json:"name,omitempty"`
 	Paths     []string `json:"paths,omitempty"` // JSON pointers; a prefix matches its subtree
-	Managers  []string `json:"managers,omitempty"`
-	Rules     []Rule   `json:"rules,omitempty"`
-	Reason    string   `json:"reason"`
+	// JQ are Argo CD jqPathExpressions: the fields each selects are removed
+	// from both sides of the object's diffs (del(expr), as Argo CD does). They
+	// hide diff lines, not findings.
+	JQ       []string `json:"jq,omitempty"`
+	Managers []string `json:"managers,omitempty"`
+	Rules    []Rule   `json:"rules,omitempty"`
+	Reason   string   `json:"reason"`
 	// Expires is the day the rule stops applying; zero means never.
 	Expires time.Time `json:"expires,omitzero"`
 	// Origin says where the rule came from (".driftpreview.yaml:12", an Application).

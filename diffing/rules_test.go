@@ -362,6 +362,55 @@ func TestIgnoreRules(t *testing.T) {
 			},
 		},
 		{
+			// Argo CD ignoreDifferences jqPathExpressions: del(expr) on both sides
+			// (argo-cd util/argo/normalizers/diff_normalizer.go).
+			name: "a jq path hides the selected container image",
+			in: func(t *testing.T) Input {
+				return Input{Base: set(t, webBase), Head: set(t, webHead)}
+			},
+			opts: func(o *Options) {
+				o.Ignore = []IgnoreRule{{Group: "apps", Kind: "Deployment", Origin: "apps/shop.yaml:3", Reason: "Argo CD",
+					JQ: []string{`.spec.template.spec.containers[] | select(.name == "web") | .image`}}}
+			},
+			want: []string{},
+			check: func(t *testing.T, got TargetReport) {
+				d := got.Changes[0].Diff
+				if strings.Contains(d, "nginx") || !strings.Contains(d, "+  replicas: 3") {
+					t.Errorf("want the replicas change without the image:\n%s", d)
+				}
+				if got.Summary.IgnoredLines != 2 || len(got.Notes) != 0 {
+					t.Errorf("IgnoredLines = %d, notes %q; want 2 and none", got.Summary.IgnoredLines, got.Notes)
+				}
+			},
+		},
+		{
+			// An expression that does not parse, or fails on the object, is not
+			// applied (as in Argo CD) and a note names it and its origin.
+			name: "bad jq paths are notes and hide nothing",
+			in: func(t *testing.T) Input {
+				return Input{Base: set(t, webBase), Head: set(t, webHead)}
+			},
+			opts: func(o *Options) {
+				o.Ignore = []IgnoreRule{{Kind: "Deployment", Origin: "apps/shop.yaml:3", Reason: "Argo CD",
+					JQ: []string{`.spec.template.spec.containers[] | select(.name ==`, `.spec.replicas[]`}}}
+			},
+			want: []string{},
+			check: func(t *testing.T, got TargetReport) {
+				if d := got.Changes[0].Diff; !strings.Contains(d, "nginx:1.27") || !strings.Contains(d, "replicas: 3") {
+					t.Errorf("a bad expression hid lines:\n%s", d)
+				}
+				notes := strings.Join(got.Notes, "\n")
+				for _, w := range []string{
+					"jqPathExpressions '.spec.template.spec.containers[] | select(.name ==' in apps/shop.yaml:3 is not valid jq",
+					"jqPathExpressions '.spec.replicas[]' in apps/shop.yaml:3 failed on an object (cannot iterate over",
+				} {
+					if !strings.Contains(notes, w) {
+						t.Errorf("notes lack %q:\n%s", w, notes)
+					}
+				}
+			},
+		},
+		{
 			// Nothing is left to show, yet the hidden lines are counted.
 			name: "a change only in ignored paths",
 			in: func(t *testing.T) Input {

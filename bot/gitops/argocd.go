@@ -210,8 +210,10 @@ func (d *discovery) argoTargets(m *manifest) (targets, notRendered []config.Targ
 			base.Ignore = append(base.Ignore, diffing.IgnoreRule{Group: e.Group, Kind: e.Kind, Name: e.Name, Namespace: e.Namespace,
 				Managers: append([]string(nil), e.ManagedFieldsManagers...), Reason: reason, Origin: m.where()})
 		}
-		for _, jq := range e.JQPathExpressions {
-			base.Notes = append(base.Notes, fmt.Sprintf("jqPathExpressions '%s' in %s is not evaluated by driftpreview; differences there are shown", jq, m.File))
+		if len(e.JQPathExpressions) > 0 {
+			// Evaluated as Argo CD does, del(expr) on both sides (diffing/jqpath.go).
+			base.Ignore = append(base.Ignore, diffing.IgnoreRule{Group: e.Group, Kind: e.Kind, Name: e.Name, Namespace: e.Namespace,
+				JQ: slices.Clone(e.JQPathExpressions), Reason: reason, Origin: m.where()})
 		}
 	}
 

@@ -79,8 +79,8 @@ func TestDiscoverArgoCD(t *testing.T) {
 			Ignore: []string{
 				"apps/Deployment / paths=/spec/replicas managers=: " + argoReason,
 				"/ConfigMap /prod-shop-flags paths= managers=flag-operator: " + argoReason,
+				`apps/Deployment /prod-shop-web paths= managers= jq=.spec.template.spec.initContainers[] | select(.name == "istio-init"): ` + argoReason,
 			},
-			Notes:      []string{`jqPathExpressions '.spec.template.spec.initContainers[] | select(.name == "istio-init")' in apps/shop.yaml is not evaluated by driftpreview; differences there are shown`},
 			Controller: "Application argocd/shop in apps/shop.yaml auto=true prune=true selfHeal=true suspended=false replace=false",
 		},
 		{
@@ -150,6 +150,7 @@ func TestDiscoverArgoCDRenderOptions(t *testing.T) {
 			Ignore: []string{
 				"apps/Deployment / paths=/spec/replicas managers=: " + argoReason,
 				"/ConfigMap /prod-shop-flags paths= managers=flag-operator: " + argoReason,
+				`apps/Deployment /prod-shop-web paths= managers= jq=.spec.template.spec.initContainers[] | select(.name == "istio-init"): ` + argoReason,
 			},
 		},
 		{

@@ -47,8 +47,12 @@ func project(ts []config.Target) []proj {
 func ignoreStrings(rules []diffing.IgnoreRule) []string {
 	var out []string
 	for _, r := range rules {
-		out = append(out, fmt.Sprintf("%s/%s %s/%s paths=%s managers=%s: %s",
-			r.Group, r.Kind, r.Namespace, r.Name, strings.Join(r.Paths, ","), strings.Join(r.Managers, ","), r.Reason))
+		jq := ""
+		if len(r.JQ) > 0 {
+			jq = " jq=" + strings.Join(r.JQ, ",")
+		}
+		out = append(out, fmt.Sprintf("%s/%s %s/%s paths=%s managers=%s%s: %s",
+			r.Group, r.Kind, r.Namespace, r.Name, strings.Join(r.Paths, ","), strings.Join(r.Managers, ","), jq, r.Reason))
 	}
 	return out
 }

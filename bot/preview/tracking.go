@@ -49,7 +49,7 @@ func tracking(t config.Target, argo controller.ArgoSettings) live.Tracking {
 // fields (controller/sync.go normalizeTargetResources, which normalizes with the
 // Application's and argocd-cm's ignoreDifferences alike). Without it they hide
 // fields from Argo CD's diff only, and a sync applies them as git has them: a
-// note says so. jq paths are not evaluated (a note).
+// note says so. jq paths are evaluated as Argo CD does (diffing/jqpath.go).
 func argoCMIgnores(cm controller.ArgoSettings, a *diffing.ArgoSync) ([]diffing.IgnoreRule, []string) {
 	var rules []diffing.IgnoreRule
 	var notes []string
@@ -84,8 +84,10 @@ func argoCMIgnores(cm controller.ArgoSettings, a *diffing.ArgoSync) ([]diffing.I
 			mr.Managers = slices.Clone(ig.ManagedFieldsManagers)
 			rules = append(rules, mr)
 		}
-		for _, jq := range ig.JQPathExpressions {
-			notes = append(notes, fmt.Sprintf("jqPathExpressions '%s' in argocd-cm %s is not evaluated by driftpreview; differences there are shown", jq, ig.Key))
+		if len(ig.JQPathExpressions) > 0 {
+			jr := r
+			jr.JQ = slices.Clone(ig.JQPathExpressions)
+			rules = append(rules, jr)
 		}
 	}
 	return rules, notes
