@@ -302,6 +302,13 @@ var gitopsCases = []gitopsCase{
 				t.Errorf("g04-web: summary.ignoredFindings = %d, want the replicas conflict counted as ignored", tr.Summary.IgnoredFindings)
 			}
 			wantChange(t, rep, "g04-web", "Deployment/g04/web", diffing.ActionModified, diffing.ActionModified)
+			// The jqPathExpressions entry hides the web container's resources
+			// (del(expr) on both sides, as Argo CD does).
+			for _, c := range tr.Changes {
+				if strings.Contains(c.Diff+c.LiveDiff, "100m") {
+					t.Errorf("g04-web: the jq-ignored resources are in the diffs:\n%s\n%s", c.Diff, c.LiveDiff)
+				}
+			}
 		},
 		variants: []gitopsVariant{{
 			name: "without-ignore-differences",
@@ -1423,8 +1430,7 @@ var gitopsCases = []gitopsCase{
 }
 
 // ignoreReplicas is the ignoreDifferences of 04-argo-ignore-differences.
-const ignoreReplicas = `  ignoreDifferences:
-    - group: apps
+const ignoreReplicas = `    - group: apps
       kind: Deployment
       jsonPointers:
         - /spec/replicas
