@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
 const (
@@ -285,7 +287,13 @@ func TestEquivalentConfig(t *testing.T) {
 			if err != nil {
 				t.Fatalf("config.Parse: %v", err)
 			}
-			if diff := cmp.Diff(projectRender(cfg.Targets), projectRender(res.Targets)); diff != "" {
+			// A jqPathExpressions rule has no .driftpreview.yaml form: the
+			// config file expresses the rest.
+			discovered := slices.Clone(res.Targets)
+			for i := range discovered {
+				discovered[i].Ignore = slices.DeleteFunc(slices.Clone(discovered[i].Ignore), func(r diffing.IgnoreRule) bool { return len(r.JQ) > 0 })
+			}
+			if diff := cmp.Diff(projectRender(cfg.Targets), projectRender(discovered)); diff != "" {
 				t.Errorf("discovered targets differ from %s (-config +discovered):\n%s", file, diff)
 			}
 		})
