@@ -73,44 +73,43 @@ func (j *jqPath) del(obj map[string]any) (map[string]any, error) {
 
 // toJQ copies v into the types gojq takes (int64, which unstructured uses, to int).
 func toJQ(v any) any {
+	return mapLeaves(v, func(x any) any {
+		switch n := x.(type) {
+		case int64:
+			return int(n)
+		case int32:
+			return int(n)
+		}
+		return x
+	})
+}
+
+// fromJQ copies gojq's result back into unstructured's types (int to int64).
+func fromJQ(v any) any {
+	return mapLeaves(v, func(x any) any {
+		if n, ok := x.(int); ok {
+			return int64(n)
+		}
+		return x
+	})
+}
+
+// mapLeaves copies v's maps and lists and passes every other value through leaf.
+func mapLeaves(v any, leaf func(any) any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, e := range x {
-			m[k] = toJQ(e)
+			m[k] = mapLeaves(e, leaf)
 		}
 		return m
 	case []any:
 		s := make([]any, len(x))
 		for i, e := range x {
-			s[i] = toJQ(e)
+			s[i] = mapLeaves(e, leaf)
 		}
 		return s
-	case int64:
-		return int(x)
-	case int32:
-		return int(x)
 	default:
-		return v
-	}
-}
-
-// fromJQ turns gojq's ints back into unstructured's int64.
-func fromJQ(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = fromJQ(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = fromJQ(e)
-		}
-		return x
-	case int:
-		return int64(x)
-	default:
-		return v
+		return leaf(v)
 	}
 }
