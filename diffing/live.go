@@ -63,6 +63,9 @@ func (d *differ) checkLive() {
 		if lo == nil {
 			continue
 		}
+		if d.opts.DriftFields {
+			c.Drift = d.driftFields(k, lo, predicted)
+		}
 		for _, cf := range pred.Conflicts {
 			if unchangedByMerge(k, cf, predicted) {
 				continue

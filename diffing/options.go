@@ -50,6 +50,10 @@ type Options struct {
 	// (Change.ChartMetadata). DefaultOptions sets DefaultChartMetadata; empty
 	// folds nothing.
 	ChartMetadata []string
+	// DriftFields asks Diff to list, for every head object it compares with
+	// live, the fields applying git changes with who owns them live
+	// (Change.Drift): `driftpreview drift`. Off for previews.
+	DriftFields bool
 	// RemovedKind is the kind of that controller object (a ControllerKinds
 	// row): what its controller leaves in place of a cascade (RemovalKeeps).
 	RemovedKind string

@@ -189,6 +189,10 @@ type Change struct {
 	// them out too. Not part of the JSON contract: Diff keeps every line.
 	ChartMetadata []string `json:"-"`
 	ShownDiff     *string  `json:"-"`
+	// Drift lists the live fields applying git changes, with who owns them
+	// live, ignored ones included (Options.DriftFields; nil otherwise). Not
+	// part of the preview's JSON: `driftpreview drift` reports it.
+	Drift []DriftField `json:"-"`
 }
 
 // ReaderDiff is the diff to show a reader: Diff with chart bookkeeping folded
@@ -249,6 +253,10 @@ type Controller struct {
 	// DeletionPolicy is a Flux Kustomization's spec.deletionPolicy (empty:
 	// MirrorPrune, which follows Prune): what deleting it does to its inventory.
 	DeletionPolicy string `json:"-"`
+	// DriftDetection is a Flux HelmRelease's spec.driftDetection.mode
+	// (enabled, warn, disabled; empty: disabled): SelfHeal is true for
+	// enabled only.
+	DriftDetection string `json:"-"`
 }
 
 // TargetReport is everything found for one target.

@@ -571,6 +571,9 @@ func (d *discovery) fluxHelmRelease(m *manifest, fx *fluxIndex) (t config.Target
 	}
 	s := hr.Spec
 	selfHeal := s.DriftDetection != nil && s.DriftDetection.Mode == "enabled"
+	if s.DriftDetection != nil {
+		ctrl.DriftDetection = s.DriftDetection.Mode
+	}
 	// spec.upgrade.force never turns a refused update into a delete and
 	// create: helm-controller ignores it under server-side apply, its default
 	// (internal/action/upgrade.go: ForceReplace = Force && !serverSideApply),

@@ -111,6 +111,11 @@ type Request struct {
 	// zero): past it, the targets that follow in name order are left out, and
 	// a not-rendered finding says how many.
 	MaxTargets int
+
+	// drift is set by Drift: every target's live objects are compared field
+	// by field (diffing.Options.DriftFields), a suspended Flux object's too,
+	// and each target's Controller carries the live object's sync policy.
+	drift bool
 }
 
 // DefaultMaxTargets is Request.MaxTargets' default.
@@ -552,6 +557,7 @@ func (p *pipeline) compare(ctx context.Context, t config.Target, in diffing.Inpu
 		in.Cluster = cl.Name
 	}
 	deleted := t.Controller != nil && t.Controller.Deleted
+	opts.DriftFields = p.req.drift
 	var lr liveRead
 	if cl != nil && in.HeadErr == nil {
 		lr = p.live(ctx, cl, t, &in, opts)
@@ -596,6 +602,9 @@ func (p *pipeline) compare(ctx context.Context, t config.Target, in diffing.Inpu
 			tr.Findings[i].Message = fmt.Sprintf("Not on merge: %s %s is suspended; once it is resumed: %s",
 				t.Controller.Kind, mdtext.Code(t.Controller.Namespace+"/"+t.Controller.Name), tr.Findings[i].Message)
 		}
+	}
+	if p.req.drift {
+		tr.Controller = driftController(tr.Controller, lr.ctrl, opts)
 	}
 	// Discovery's findings and the live controller's come from the target as the
 	// base declares it (base wins in discovery), so they hold at base too.
@@ -740,7 +749,7 @@ func (p *pipeline) live(ctx context.Context, cl *Cluster, t config.Target, in *d
 			argo = st.Argo
 			ignore, notes = argoCMIgnores(st.Argo, opts.Argo)
 			release = [2]string{st.ReleaseChart, st.ReleaseVersion}
-			if isFlux(t.Controller) && (t.Controller.Suspended || st.Suspended) {
+			if isFlux(t.Controller) && (t.Controller.Suspended || st.Suspended) && !p.req.drift {
 				// A suspended Kustomization or HelmRelease applies no new
 				// revision and corrects no drift until it is resumed
 				// (kustomize-controller and helm-controller return before

@@ -23,6 +23,7 @@ var commands = map[string]func(ctx context.Context, args []string, stdout, stder
 	"version": runVersion,
 	"render":  runRender,
 	"preview": runPreview,
+	"drift":   runDrift,
 	"comment": runComment,
 	"serve":   runServe,
 }
@@ -32,6 +33,8 @@ const usage = `usage:
                        [--kubeconfig PATH] [--context NAME] [--live-mode simulate|dry-run|off]
                        [--format text|markdown|json|html] [--color auto|always|never] [--quiet]
                        [--target NAME]...   (--format: text on a terminal, else markdown)
+  driftpreview drift [--ref REF] [--repo DIR] [--kubeconfig PATH] [--context NAME]
+                     [--format text|markdown|json] [--target NAME]...   (live drift of a ref)
   driftpreview comment [--host auto|github|gitlab] [--dry-run] [--repo DIR] [--config FILE]
                        [--kubeconfig PATH] [--context NAME] [--live-mode simulate|dry-run|off]
                        [--target NAME]...   (in GitHub Actions or GitLab CI: posts the preview)

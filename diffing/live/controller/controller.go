@@ -39,6 +39,9 @@ type State struct {
 	SelfHeal  bool
 	// Suspended is Flux's spec.suspend.
 	Suspended bool
+	// DriftDetection is a HelmRelease's spec.driftDetection.mode (enabled,
+	// warn, disabled; empty when unset).
+	DriftDetection string
 	// Argo holds the argocd-cm settings of the Argo CD that owns an Application.
 	Argo ArgoSettings
 	// ReleaseChart and ReleaseVersion are the chart name and version of a
@@ -172,6 +175,7 @@ func readHelmRelease(obj *unstructured.Unstructured, st *State) {
 	st.Prune = true // a Helm upgrade deletes what the chart no longer renders
 	mode, _, _ := unstructured.NestedString(obj.Object, "spec", "driftDetection", "mode")
 	st.SelfHeal = mode == "enabled" && !st.Suspended
+	st.DriftDetection = mode
 	if hist, _, _ := unstructured.NestedSlice(obj.Object, "status", "history"); len(hist) > 0 {
 		if m, ok := hist[0].(map[string]any); ok {
 			st.ReleaseChart, _ = m["chartName"].(string)
