@@ -47,6 +47,10 @@ func FuzzParseWebhook(f *testing.F) {
 			if ev.PR.Host != "github" || ev.PR.InstallationID == 0 {
 				t.Fatalf("event %s without host or installation: %+v", ev.Kind, ev.PR)
 			}
+		case bot.EventDrift:
+			if ev.PR.Host != "github" || ev.PR.InstallationID == 0 || ev.PR.BaseRef == "" || ev.PR.Number != 0 {
+				t.Fatalf("drift event without host, installation or branch: %+v", ev.PR)
+			}
 		case bot.EventIgnore:
 			if ev.Reason == "" {
 				t.Fatalf("ignored event without a reason")

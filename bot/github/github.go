@@ -108,6 +108,8 @@ type Client struct {
 	prMu  keylock.Locks
 	// fixed is the one client of a Token client; nil for an App.
 	fixed *installation
+	// login is the App's bot user, learned once (botLogin).
+	login string
 }
 
 // installation is the cached client of one installation: its token transport

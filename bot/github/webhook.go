@@ -44,6 +44,12 @@ func (c *Client) ParseWebhook(h http.Header, body []byte) (bot.Event, error) {
 			return ev, err
 		}
 		return issueCommentEvent(ev, &p)
+	case "push":
+		var p gh.PushEvent
+		if err := decode(kind, body, &p); err != nil {
+			return ev, err
+		}
+		return pushEvent(ev, &p)
 	case "":
 		ev.Kind, ev.Reason = bot.EventIgnore, "no X-GitHub-Event header"
 	default:

@@ -16,7 +16,7 @@ import (
 // fixtures/webhooks/gitlab plus hand-made edge cases; `make test` runs it, `go test
 // -fuzz FuzzParseWebhook ./bot/gitlab` explores further.
 func FuzzParseWebhook(f *testing.F) {
-	events := map[string]string{"merge_request": "Merge Request Hook", "note": "Note Hook"}
+	events := map[string]string{"merge_request": "Merge Request Hook", "note": "Note Hook", "push": "Push Hook"}
 	hostfake.RecordedPayloads(f, "gitlab", func(name string) string { return events[name] })
 	for _, seed := range []struct{ event, body string }{
 		{"Note Hook", `{"object_attributes":{"noteable_type":"MergeRequest","note":"/driftpreview rerun"}}`},
@@ -49,6 +49,10 @@ func FuzzParseWebhook(f *testing.F) {
 		case bot.EventRun, bot.EventRerun, bot.EventClose:
 			if ev.PR.Host != "gitlab" || ev.PR.Repo == "" || ev.PR.Number <= 0 {
 				t.Fatalf("event %s without host, project or merge request: %+v", ev.Kind, ev.PR)
+			}
+		case bot.EventDrift:
+			if ev.PR.Host != "gitlab" || ev.PR.Repo == "" || ev.PR.BaseRef == "" || ev.PR.Number != 0 {
+				t.Fatalf("drift event without host, project or branch: %+v", ev.PR)
 			}
 		case bot.EventIgnore:
 			if ev.Reason == "" {

@@ -39,6 +39,8 @@ func (c *Client) ParseWebhook(h http.Header, body []byte) (bot.Event, error) {
 			return ev, fmt.Errorf("decoding gitlab %s payload: %w", kind, err)
 		}
 		return p.event(ev)
+	case "Push Hook":
+		return decodePush(kind, body, ev)
 	case "":
 		ev.Kind, ev.Reason = bot.EventIgnore, "no X-Gitlab-Event header"
 	default:

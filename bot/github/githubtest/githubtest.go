@@ -20,8 +20,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/golang-jwt/jwt/v4"
-
 	"github.com/driftpreview/driftpreview/bot/internal/hostfake"
 )
 
@@ -88,6 +86,7 @@ type Server struct {
 	runs     []*CheckRun
 	perms    map[string]string // repo + "\x00" + user → permission
 	pulls    map[string]PullRequest
+	issues   []*Issue
 	now      func() time.Time
 }
 
@@ -290,6 +289,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.accessToken(w, r, seg[2])
 		return
 	}
+	if len(seg) == 1 && seg[0] == "app" && r.Method == http.MethodGet {
+		s.serveApp(w, r)
+		return
+	}
 	if !s.authorized(w, r) {
 		return
 	}
@@ -318,6 +321,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.permission(w, r, repo, rest[1])
 	case r.Method == http.MethodGet && hostfake.Match(rest, "pulls", "*"):
 		s.getPull(w, r, repo, rest[1])
+	case r.Method == http.MethodGet && hostfake.Match(rest, "issues"):
+		s.listIssues(w, r, repo)
+	case r.Method == http.MethodPost && hostfake.Match(rest, "issues"):
+		s.createIssue(w, r, repo, body)
+	case r.Method == http.MethodPatch && hostfake.Match(rest, "issues", "*"):
+		s.editIssue(w, r, repo, rest[1], body)
 	default:
 		s.rec.NotFound(w, r)
 	}
@@ -333,22 +342,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request, inst string
 		s.rec.Bad(w, r, "installation ID %q is not a number", inst)
 		return
 	}
-	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		s.rec.Errorf("access token request without a Bearer JWT")
-		s.rec.JSON(w, http.StatusUnauthorized, map[string]string{"message": "A JSON web token could not be decoded"})
-		return
-	}
-	claims := &jwt.RegisteredClaims{}
-	_, err = jwt.ParseWithClaims(raw, claims, func(tok *jwt.Token) (any, error) {
-		if _, ok := tok.Method.(*jwt.SigningMethodRSA); !ok {
-			return nil, fmt.Errorf("unexpected signing method %v", tok.Header["alg"])
-		}
-		return &s.Key.PublicKey, nil
-	})
-	if err != nil || claims.Issuer != strconv.FormatInt(s.AppID, 10) {
-		s.rec.Errorf("access token request with a bad JWT (issuer %q): %v", claims.Issuer, err)
-		s.rec.JSON(w, http.StatusUnauthorized, map[string]string{"message": "'Issuer' claim ('iss') must be an Integer"})
+	if !s.appJWT(w, r) {
 		return
 	}
 	buf := make([]byte, 16)
@@ -359,7 +353,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request, inst string
 		"token":      tok,
 		"expires_at": s.now().Add(time.Hour).UTC().Format(time.RFC3339),
 		"permissions": map[string]string{
-			"checks": "write", "pull_requests": "write", "contents": "read", "metadata": "read",
+			"checks": "write", "pull_requests": "write", "issues": "write", "contents": "read", "metadata": "read",
 		},
 		"repository_selection": "all",
 	})

@@ -75,6 +75,7 @@ type Server struct {
 	users    map[string]int64        // username → ID
 	members  map[int64]map[int64]int // project → user → access level
 	mrs      map[string]MergeRequest // "project!iid"
+	issues   []*Issue
 }
 
 // New starts a fake GitLab with a random token and stops it when the test ends.
@@ -269,6 +270,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.member(w, project, rest[2])
 	case r.Method == http.MethodGet && hostfake.Match(rest, "merge_requests", "*"):
 		s.getMR(w, project, rest[1])
+	case r.Method == http.MethodGet && hostfake.Match(rest, "issues"):
+		s.listIssues(w, r, project)
+	case r.Method == http.MethodPost && hostfake.Match(rest, "issues"):
+		s.createIssue(w, r, project, body)
+	case r.Method == http.MethodPut && hostfake.Match(rest, "issues", "*"):
+		s.updateIssue(w, r, project, rest[1], body)
 	default:
 		s.rec.NotFound(w, r)
 	}
