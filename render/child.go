@@ -51,7 +51,10 @@ func init() {
 	if os.Getenv(childEnv) != "1" {
 		return
 	}
-	os.Exit(childMain(os.Stdin, os.Stdout))
+	stop := startChildProfile()
+	code := childMain(os.Stdin, os.Stdout)
+	stop()
+	os.Exit(code)
 }
 
 type childRequest struct {

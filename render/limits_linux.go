@@ -26,7 +26,9 @@ func childSysProcAttr() *syscall.SysProcAttr {
 // limit the Go runtime dies with "out of memory", which the parent reports.
 // The child also volunteers first for the kernel's OOM killer, so memory
 // pressure in the container takes a render and not the service.
-func setChildLimits(pid int, opts Options) error {
+// profile leaves out the file-size limit, so the process can write its CPU
+// profile (ProfileRenders).
+func setChildLimits(pid int, opts Options, profile bool) error {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid), []byte("1000"), 0)
 	cpu := uint64(math.Ceil(opts.MaxCPUTime.Seconds()))
 	mem := uint64(opts.MaxMemoryBytes) * raceMemoryFactor
@@ -39,6 +41,9 @@ func setChildLimits(pid int, opts Options) error {
 		{"CPU time", unix.RLIMIT_CPU, cpu, cpu + 1},
 		{"core size", unix.RLIMIT_CORE, 0, 0},
 		{"file size", unix.RLIMIT_FSIZE, 0, 0},
+	}
+	if profile {
+		limits = limits[:len(limits)-1]
 	}
 	for _, l := range limits {
 		if err := unix.Prlimit(pid, l.resource, &unix.Rlimit{Cur: l.cur, Max: l.max}, nil); err != nil {

@@ -14,7 +14,7 @@ func childSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-func setChildLimits(int, Options) error { return nil }
+func setChildLimits(int, Options, bool) error { return nil }
 
 func killGroup(pid int) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)

@@ -193,6 +193,9 @@ func (p *pool) start(key poolKey) (*worker, error) {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = []string{childEnv + "=1", "GOTRACEBACK=single"}
+	if dir := profiling(); dir != "" {
+		cmd.Env = append(cmd.Env, childProfileEnv+"="+dir)
+	}
 	cmd.SysProcAttr = childSysProcAttr()
 	cmd.Stdin, cmd.Stdout = inR, outW
 	stderr := newStderrBuffer(4<<10, 16<<10)
@@ -212,7 +215,7 @@ func (p *pool) start(key poolKey) (*worker, error) {
 		_ = cmd.Wait()
 		close(w.exited)
 	}()
-	if err := setChildLimits(w.pid, Options{MaxMemoryBytes: key.mem, MaxCPUTime: key.cpu}); err != nil {
+	if err := setChildLimits(w.pid, Options{MaxMemoryBytes: key.mem, MaxCPUTime: key.cpu}, profiling() != ""); err != nil {
 		w.close()
 		return nil, fmt.Errorf("limiting the render process: %w", err)
 	}
@@ -235,6 +238,13 @@ func (w *worker) kill() {
 // close ends the process and releases its pipes.
 func (w *worker) close() {
 	_ = w.stdin.Close()
+	if profiling() != "" {
+		// Let it end at the end of its input and write its profile.
+		select {
+		case <-w.exited:
+		case <-time.After(5 * time.Second):
+		}
+	}
 	w.kill()
 	go func() {
 		<-w.exited

@@ -34,6 +34,7 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		cpuProfile = fl.String("cpuprofile", "", "write a pprof CPU profile of this process (not its render children) to FILE")
 		memProfile = fl.String("memprofile", "", "write a pprof heap profile to FILE when the preview ends")
 		traceFile  = fl.String("trace", "", "write Go's execution trace of this process to FILE (go tool trace)")
+		renderProf = fl.String("render-cpuprofile", "", "write a pprof CPU profile of each render child process into the existing directory `DIR` (go tool pprof -top bin/driftpreview DIR/*.pprof merges them)")
 	)
 	pf := addPreviewFlags(fl)
 	fl.Usage = func() {
@@ -63,6 +64,9 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	req, err := pf.request()
 	if err != nil {
 		return usageErr(err.Error())
+	}
+	if err := render.ProfileRenders(*renderProf); err != nil {
+		return usageErr("--render-cpuprofile: " + err.Error())
 	}
 	stopProfiles, err := startProfiles(*cpuProfile, *memProfile, *traceFile)
 	if err != nil {
