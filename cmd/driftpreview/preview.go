@@ -18,6 +18,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/report"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render"
 	"github.com/driftpreview/driftpreview/render/remote"
 )
 
