@@ -1,11 +1,13 @@
 package preview
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +59,9 @@ const maxJobOutputBytes = 96 << 20
 type renderResult struct {
 	set render.ObjectSet
 	err error
+	// released marks a render the pipeline is done with (release): its
+	// objects are no longer held, and its output was counted already.
+	released bool
 }
 
 func newRenderCache() *renderCache {
@@ -66,15 +71,14 @@ func newRenderCache() *renderCache {
 // render returns the cached render of path in root with opts, rendering on a miss.
 // Errors from a cancelled context are not cached.
 func (c *renderCache) render(ctx context.Context, root, path string, opts render.Options) (render.ObjectSet, error) {
-	o, err := json.Marshal(opts)
+	key, err := entryKey(root, path, opts)
 	if err != nil {
 		return c.run(ctx, root, path, opts)
 	}
-	key := root + "\x00" + path + "\x00" + string(o)
 	c.mu.Lock()
 	r, ok := c.entries[key]
 	c.mu.Unlock()
-	if ok {
+	if ok && !r.released {
 		return r.set, r.err
 	}
 	ckey, shareable := "", false
@@ -99,20 +103,35 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 			return set, err
 		}
 		if shareable && err == nil {
-			if c.content != nil {
-				c.content.put(ckey, set)
-			}
-			if c.disk != nil {
-				c.disk.put(ckey, set)
+			// Encoded once for both caches.
+			if body, ok := encodeSet(set); ok {
+				if c.content != nil {
+					c.content.put(ckey, body, set)
+				}
+				if c.disk != nil {
+					c.disk.put(ckey, body)
+				}
 			}
 		}
 	}
 	c.mu.Lock()
+	if r.released {
+		// Rendered again after its release (a renamed Application's new
+		// name, whose head the old name's target reads too): counted once,
+		// and not held again.
+		if hit {
+			c.shared++
+		} else {
+			c.misses++
+		}
+		c.mu.Unlock()
+		return set, err
+	}
 	c.output += set.OutputBytes
 	if err == nil && c.output > c.maxOutput {
 		set, err = render.ObjectSet{}, &render.Error{File: path, Err: fmt.Errorf("the preview renders more than %d MiB of manifests in all (the limit per preview); preview fewer targets at a time", c.maxOutput>>20)}
 	}
-	c.entries[key] = renderResult{set, err}
+	c.entries[key] = renderResult{set: set, err: err}
 	if hit {
 		c.shared++
 	} else {
@@ -122,20 +141,60 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 	return set, err
 }
 
+// entryKey is the key of a render in entries: its checkout, path and options.
+func entryKey(root, path string, opts render.Options) (string, error) {
+	o, err := json.Marshal(opts)
+	if err != nil {
+		return "", err
+	}
+	return root + "\x00" + path + "\x00" + string(o), nil
+}
+
+// release drops the objects of a render the pipeline is done with (its
+// target's findings and report section are made), so a run holds the renders
+// of the targets in flight, not of every target. A failed render keeps its
+// error (nothing to free). A later render of the same key renders again
+// (content cache, disk cache, or a render) without holding the result or
+// counting its output twice.
+func (c *renderCache) release(root, path string, opts render.Options) {
+	key, err := entryKey(root, path, opts)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.entries[key]; ok && r.err == nil {
+		c.entries[key] = renderResult{released: true}
+	}
+}
+
+// held counts the renders whose objects the cache holds, for tests.
+func (c *renderCache) held() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, r := range c.entries {
+		if !r.released && len(r.set.Objects) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // lookup finds a render by content key in memory, then on disk.
 func (c *renderCache) lookup(ckey string) (render.ObjectSet, bool) {
 	if c.content != nil {
-		if set, ok := c.content.get(ckey); ok {
+		if set, body, ok := c.content.get(ckey); ok {
 			if c.disk != nil {
-				c.disk.keep(ckey, set) // for the next process
+				c.disk.keep(ckey, body) // for the next process
 			}
 			return set, true
 		}
 	}
 	if c.disk != nil {
-		if set, ok := c.disk.get(ckey); ok {
+		if set, body, ok := c.disk.get(ckey); ok {
 			if c.content != nil {
-				c.content.put(ckey, set)
+				c.content.put(ckey, body, set)
 			}
 			return set, true
 		}
@@ -195,9 +254,11 @@ func (c *renderCache) run(ctx context.Context, root, path string, opts render.Op
 var renderSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 
 // contentCache holds renders by render.ContentKey, least recently used first
-// out, up to max bytes of rendered manifests. Each caller gets its own copy of
-// the objects: the pipeline changes the objects of one side (identity,
-// substitution), which must not reach the other side or the next job.
+// out, up to max bytes of rendered manifests. It keeps each render encoded
+// (render.EncodeSet, as the disk cache and a render process's answer have it),
+// not as objects: a few times smaller, and each caller decodes its own
+// objects, so the pipeline's changes to the objects of one side (identity,
+// substitution) never reach the other side or the next job.
 type contentCache struct {
 	mu    sync.Mutex
 	max   int64
@@ -207,12 +268,16 @@ type contentCache struct {
 }
 
 type contentEntry struct {
-	key string
-	set render.ObjectSet
+	key  string
+	body []byte // render.EncodeSet
+	// output and charts are what the encoding leaves out: the size of the
+	// render's answer (ObjectSet.OutputBytes) and its fetched charts.
+	output int64
+	charts []render.ResolvedChart
 }
 
 // maxSharedRenderBytes bounds the process-wide content cache by the size of the
-// manifests it holds (in memory a few times that).
+// manifests it holds, encoded as a render process sends them.
 const maxSharedRenderBytes = 32 << 20
 
 var sharedRenders = newContentCache(maxSharedRenderBytes)
@@ -221,49 +286,54 @@ func newContentCache(maxBytes int64) *contentCache {
 	return &contentCache{max: maxBytes, order: list.New(), byKey: map[string]*list.Element{}}
 }
 
-func (c *contentCache) get(key string) (render.ObjectSet, bool) {
+// get decodes the render kept under key; body is its encoding.
+func (c *contentCache) get(key string) (set render.ObjectSet, body []byte, ok bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	e, ok := c.byKey[key]
 	if !ok {
-		return render.ObjectSet{}, false
+		c.mu.Unlock()
+		return render.ObjectSet{}, nil, false
 	}
 	c.order.MoveToFront(e)
-	return copySet(e.Value.(*contentEntry).set), true
+	ent := e.Value.(*contentEntry)
+	c.mu.Unlock()
+	set, err := render.DecodeSet(ent.body)
+	if err != nil {
+		return render.ObjectSet{}, nil, false
+	}
+	set.OutputBytes = ent.output
+	set.Charts = slices.Clone(ent.charts)
+	return set, ent.body, true
 }
 
-func (c *contentCache) put(key string, set render.ObjectSet) {
-	size := max(set.OutputBytes, 1)
+// put keeps body, the encoding of set, under key.
+func (c *contentCache) put(key string, body []byte, set render.ObjectSet) {
+	size := int64(max(len(body), 1))
 	if size > c.max {
 		return
 	}
-	set = copySet(set)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.byKey[key]; ok {
 		return
 	}
-	c.byKey[key] = c.order.PushFront(&contentEntry{key: key, set: set})
+	c.byKey[key] = c.order.PushFront(&contentEntry{key: key, body: body, output: set.OutputBytes, charts: slices.Clone(set.Charts)})
 	c.size += size
 	for c.size > c.max {
 		last := c.order.Back()
 		ent := last.Value.(*contentEntry)
 		c.order.Remove(last)
 		delete(c.byKey, ent.key)
-		c.size -= max(ent.set.OutputBytes, 1)
+		c.size -= int64(max(len(ent.body), 1))
 	}
 }
 
-// copySet copies the objects of set, so no two holders share one.
-func copySet(set render.ObjectSet) render.ObjectSet {
-	out := set
-	out.Notes = append([]string(nil), set.Notes...)
-	out.Objects = make([]render.Object, len(set.Objects))
-	for i, o := range set.Objects {
-		if o.Obj != nil {
-			o.Obj = o.Obj.DeepCopy()
-		}
-		out.Objects[i] = o
+// encodeSet is set as the caches keep it (render.EncodeSet); false when it
+// cannot be encoded or is too large to keep.
+func encodeSet(set render.ObjectSet) ([]byte, bool) {
+	var body bytes.Buffer
+	if err := render.EncodeSet(&body, set); err != nil || body.Len() > maxDiskEntryBytes/2 {
+		return nil, false
 	}
-	return out
+	return body.Bytes(), true
 }

@@ -91,66 +91,66 @@ func (d *DiskCache) key(ckey string) string { return remote.Key(diskKeyVersion, 
 // limit per preview is never stored, so a larger file is not one of ours.
 const maxDiskEntryBytes = maxJobOutputBytes * 2
 
-// get returns the render kept under ckey. A corrupt entry is removed: a miss.
-func (d *DiskCache) get(ckey string) (render.ObjectSet, bool) {
+// get returns the render kept under ckey, and its encoding. A corrupt entry is
+// removed: a miss.
+func (d *DiskCache) get(ckey string) (render.ObjectSet, []byte, bool) {
 	key := d.key(ckey)
 	p, ok := d.store.Lookup(key)
 	if !ok {
 		d.misses.Add(1)
-		return render.ObjectSet{}, false
+		return render.ObjectSet{}, nil, false
 	}
-	set, err := readEntry(p)
+	set, body, err := readEntry(p)
 	if err != nil {
 		d.corrupt.Add(1)
 		d.misses.Add(1)
 		_ = d.store.Remove(key)
-		return render.ObjectSet{}, false
+		return render.ObjectSet{}, nil, false
 	}
 	d.hits.Add(1)
-	return set, true
+	return set, body, true
 }
 
-func readEntry(p string) (render.ObjectSet, error) {
+func readEntry(p string) (render.ObjectSet, []byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return render.ObjectSet{}, err
+		return render.ObjectSet{}, nil, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxDiskEntryBytes+1))
 	if err != nil {
-		return render.ObjectSet{}, err
+		return render.ObjectSet{}, nil, err
 	}
 	head, body, ok := bytes.Cut(data, []byte("\n"))
 	sum, found := bytes.CutPrefix(head, []byte(diskCacheMagic))
 	if !ok || !found || len(data) > maxDiskEntryBytes {
-		return render.ObjectSet{}, fmt.Errorf("%s: not a render cache entry", p)
+		return render.ObjectSet{}, nil, fmt.Errorf("%s: not a render cache entry", p)
 	}
 	h := sha256.Sum256(body)
 	if string(sum) != hex.EncodeToString(h[:]) {
-		return render.ObjectSet{}, fmt.Errorf("%s: checksum mismatch", p)
+		return render.ObjectSet{}, nil, fmt.Errorf("%s: checksum mismatch", p)
 	}
-	return render.DecodeSet(body)
+	set, err := render.DecodeSet(body)
+	return set, body, err
 }
 
-// keep puts set under ckey unless an entry is there (marking it used).
-func (d *DiskCache) keep(ckey string, set render.ObjectSet) {
+// keep puts body (a render.EncodeSet encoding) under ckey unless an entry is
+// there (marking it used).
+func (d *DiskCache) keep(ckey string, body []byte) {
 	if _, ok := d.store.Lookup(d.key(ckey)); !ok {
-		d.put(ckey, set)
+		d.put(ckey, body)
 	}
 }
 
-// put keeps set under ckey; a failure to write only costs a render later.
-func (d *DiskCache) put(ckey string, set render.ObjectSet) {
-	var body bytes.Buffer
-	if err := render.EncodeSet(&body, set); err != nil || body.Len() > maxDiskEntryBytes/2 {
-		return
-	}
-	h := sha256.Sum256(body.Bytes())
+// put keeps body (a render.EncodeSet encoding, encodeSet) under ckey; a
+// failure to write only costs a render later.
+func (d *DiskCache) put(ckey string, body []byte) {
+	h := sha256.Sum256(body)
 	err := d.store.Put(d.key(ckey), func(w io.Writer) error {
 		if _, err := fmt.Fprintf(w, "%s%s\n", diskCacheMagic, hex.EncodeToString(h[:])); err != nil {
 			return err
 		}
-		_, err := w.Write(body.Bytes())
+		_, err := w.Write(body)
 		return err
 	})
 	if err == nil && d.puts.Add(1)%trimEvery == 0 {

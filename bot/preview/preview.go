@@ -116,6 +116,10 @@ type Request struct {
 	// by field (diffing.Options.DriftFields), a suspended Flux object's too,
 	// and each target's Controller carries the live object's sync policy.
 	drift bool
+
+	// afterTarget, when set (by tests), is called as each target's report
+	// section is made and its renders released.
+	afterTarget func(*renderCache)
 }
 
 // DefaultMaxTargets is Request.MaxTargets' default.
@@ -307,6 +311,10 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 				return
 			}
 			rep.Targets[i] = p.target(ctx, t, rendered)
+			p.release(t)
+			if req.afterTarget != nil {
+				req.afterTarget(p.renders)
+			}
 		}()
 	}
 	wg.Wait()
@@ -457,10 +465,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 	// renders run at once by CPUs, and renders a target alike at both once).
 	var headDone chan struct{}
 	if !deleted {
-		ht := t
-		if h := t.HeadSide; h != nil {
-			ht.Path, ht.Render, ht.Substitute = h.Path, h.Render, h.Substitute
-		}
+		ht := headSide(t)
 		headDone = make(chan struct{})
 		go func() {
 			defer close(headDone)
@@ -488,11 +493,7 @@ func (p *pipeline) target(ctx context.Context, t config.Target, rendered func())
 			// Renamed without the resources finalizer: the objects the new
 			// name deploys too stay and are adopted by it; its target shows
 			// them. Only the rest is left behind.
-			nt := next
-			if h := next.HeadSide; h != nil {
-				nt.Path, nt.Render, nt.Substitute = h.Path, h.Render, h.Substitute
-			}
-			if nextSet, _, err := p.renderAt(ctx, p.head, nt); err == nil {
+			if nextSet, _, err := p.renderAt(ctx, p.head, headSide(next)); err == nil {
 				in.Base, adopted = adoptedBy(in.Base, nextSet)
 			}
 		}
@@ -1011,13 +1012,36 @@ func (p *pipeline) renderAt(ctx context.Context, c checkout, t config.Target) (s
 	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(t.Path))); errors.Is(err, fs.ErrNotExist) && t.Render.OCI == nil {
 		return render.ObjectSet{}, fmt.Sprintf("%s does not exist at %s.", t.Path, c.side), nil
 	}
+	set, err = p.renders.render(ctx, root, t.Path, p.renderOptions(t))
+	return set, "", rootless(err, root)
+}
+
+// renderOptions are the options renderAt renders t with.
+func (p *pipeline) renderOptions(t config.Target) render.Options {
 	ropts := t.Render
 	ropts.Remote = p.req.Remote
 	// Flux's postBuild variables are applied in the render process, under its
 	// limits (a large variable used many times).
 	ropts.Substitute = t.Substitute
-	set, err = p.renders.render(ctx, root, t.Path, ropts)
-	return set, "", rootless(err, root)
+	return ropts
+}
+
+// release lets the render cache drop t's renders at base and head once its
+// report section is made: the report keeps what its output needs (diffs,
+// findings, notes), never the objects, so a run holds the objects of the
+// targets in flight only.
+func (p *pipeline) release(t config.Target) {
+	p.renders.release(p.base.dir, t.Path, p.renderOptions(t))
+	ht := headSide(t)
+	p.renders.release(p.head.dir, ht.Path, p.renderOptions(ht))
+}
+
+// headSide is t as the head renders it (Target.HeadSide).
+func headSide(t config.Target) config.Target {
+	if h := t.HeadSide; h != nil {
+		t.Path, t.Render, t.Substitute = h.Path, h.Render, h.Substitute
+	}
+	return t
 }
 
 // chartNotes names the version each remote chart (and fetched dependency)
