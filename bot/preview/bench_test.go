@@ -13,7 +13,7 @@ import (
 
 // writeFleet writes n kustomize apps of four objects each (ConfigMap, Service,
 // Deployment, PVC) under root/apps/app-N, with a config naming them as targets.
-func writeFleet(b *testing.B, root string, n int, image string) {
+func writeFleet(b testing.TB, root string, n int, image string) {
 	b.Helper()
 	var cfg strings.Builder
 	cfg.WriteString("version: 1\ntargets:\n")

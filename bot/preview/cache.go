@@ -335,5 +335,6 @@ func encodeSet(set render.ObjectSet) ([]byte, bool) {
 	if err := render.EncodeSet(&body, set); err != nil || body.Len() > maxDiskEntryBytes/2 {
 		return nil, false
 	}
-	return body.Bytes(), true
+	// Exactly its size: the buffer grew by doubling.
+	return bytes.Clone(body.Bytes()), true
 }
