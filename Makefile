@@ -72,19 +72,28 @@ DEMO_FORMAT ?=
 demo: testenv build
 	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) run ./fixtures/demo $(if $(DEMO_FORMAT),-format $(DEMO_FORMAT))
 
-## bench: time preview against the kubectl pipeline on a generated monorepo (fixtures/bench),
-## results into BENCHMARKS.md. Not part of make test. Quick run: make bench BENCH_SCALES=50 BENCH_COUNT=1
+## bench: one report (issue 25): the goals met or missed, preview against flate on three real
+## Flux repositories (the peer table), and against the kubectl pipeline on a generated monorepo
+## (fixtures/bench); printed and written into BENCHMARKS.md. Not part of make test. Quick run:
+## make bench BENCH_SCALES=50 BENCH_COUNT=1 BENCH_PEER_COUNT=1 BENCH_FLUX=0
 BENCH_SCALES ?= 50,200
 BENCH_COUNT  ?= 5
 BENCH_KUBECTL_COUNT ?= 1
 BENCH_PRS    ?= small,base,wide
 BENCH_FLUX   ?= 200
+# paired rounds per cell of the peer table (0 skips it); the field-trial bundles it clones
+# (test data outside the project, read by path); the flate binary (default: installed once
+# by fixtures/bench/flate.sh with Go 1.27 from the module proxy; empty skips the peer table)
+BENCH_PEER_COUNT ?= 5
+BENCH_PEER_REPOS ?= ../shared/field-trial/repos
+BENCH_FLATE  ?= $(eval BENCH_FLATE := $$(if $$(filter 0,$$(BENCH_PEER_COUNT)),,$$(shell fixtures/bench/flate.sh)))$(BENCH_FLATE)
 BENCH_ARGS   ?=
 # kubectl.sh builds the upstream kubectl v1.37.2 next to the test cluster (once, cached).
 KUBECTL       = $(eval KUBECTL := $$(shell fixtures/cluster/kubectl.sh))$(KUBECTL)
 bench: testenv build
 	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) run ./fixtures/bench/run -bin $(BIN) -kubectl "$(KUBECTL)" \
-	  -scales $(BENCH_SCALES) -count $(BENCH_COUNT) -kubectl-count $(BENCH_KUBECTL_COUNT) -prs $(BENCH_PRS) -flux-scale $(BENCH_FLUX) $(BENCH_ARGS)
+	  -scales $(BENCH_SCALES) -count $(BENCH_COUNT) -kubectl-count $(BENCH_KUBECTL_COUNT) -prs $(BENCH_PRS) -flux-scale $(BENCH_FLUX) \
+	  -peer-count $(BENCH_PEER_COUNT) -peer-repos "$(BENCH_PEER_REPOS)" -flate "$(BENCH_FLATE)" $(BENCH_ARGS)
 
 clean:
 	rm -rf bin
