@@ -292,6 +292,10 @@ func fieldOutcome(tr *TargetReport, f DriftField, heals bool, how string) (Drift
 		what = fmt.Sprintf("%s differs from git, and no field manager owns the live value", code(f.Path))
 	}
 	switch {
+	case f.Ignored && tr.Controller != nil && tr.Controller.Argo != nil && !tr.Controller.Argo.RespectsIgnores():
+		// Without RespectIgnoreDifferences=true a sync applies the ignored
+		// fields as git has them (argo-cd user-guide/sync-options.md).
+		return DriftIgnored, what + ". Argo CD's ignoreDifferences hides it, so self-heal leaves it; without the sync option RespectIgnoreDifferences=true the next sync of another change sets git's value again."
 	case f.Ignored:
 		return DriftIgnored, what + ". An ignore rule hides it (ignoreDifferences or .driftpreview.yaml), so the controller leaves it."
 	case f.By == DriftByGitOps:

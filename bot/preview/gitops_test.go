@@ -1430,6 +1430,25 @@ var gitopsCases = []gitopsCase{
 			}
 		},
 	},
+	// Issue 26: the drift scenarios (TestDrift) as pull requests that change
+	// nothing: the preview shows the same live drift, none of it the PR's.
+	{
+		name: "115-drift-argo-hand-edits-hpa",
+		must: []string{
+			"field-conflict Deployment/g115/web /spec/replicas kube-controller-manager",
+			"live-drift ConfigMap/g115/web-settings /data/LOG_LEVEL kubectl-edit",
+			"live-drift ConfigMap/g115a/api-settings /data/MODE kubectl-edit",
+		},
+	},
+	{
+		name: "116-drift-flux-suspended-warn",
+		must: []string{"live-drift ConfigMap/g116/settings /data/LOG_LEVEL kubectl-edit"},
+	},
+	{
+		name:    "117-drift-in-sync",
+		mustNot: []string{"live-drift", "field-conflict"},
+		check:   wantNoOp,
+	},
 }
 
 // ignoreReplicas is the ignoreDifferences of 04-argo-ignore-differences.
@@ -1443,16 +1462,7 @@ const ignoreReplicas = `    - group: apps
 // pipeline with no .driftpreview.yaml, against live Applications and Kustomizations
 // on the test cluster, and compares the comment with comment.golden.md.
 func TestGitOpsScenarios(t *testing.T) {
-	ctx := t.Context()
-	crds, err := filepath.Glob("../../fixtures/crds/*.yaml")
-	if err != nil || len(crds) == 0 {
-		t.Fatalf("no CRDs in fixtures/crds: %v", err)
-	}
-	for _, f := range crds {
-		for _, crd := range docs(t, f) {
-			cluster.InstallCRD(ctx, t, crd)
-		}
-	}
+	installGitOpsCRDs(t)
 	dirs, err := filepath.Glob("../../fixtures/gitops-scenarios/[0-9]*")
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no GitOps scenarios found: %v", err)
@@ -1487,6 +1497,20 @@ func TestGitOpsScenarios(t *testing.T) {
 	}
 	t.Run("argocd-hub-and-spoke", testHubAndSpoke)
 	t.Run("appset-clusters-source", testAppSetClustersSource)
+}
+
+// installGitOpsCRDs installs the Argo CD and Flux CRDs of fixtures/crds.
+func installGitOpsCRDs(t *testing.T) {
+	t.Helper()
+	crds, err := filepath.Glob("../../fixtures/crds/*.yaml")
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRDs in fixtures/crds: %v", err)
+	}
+	for _, f := range crds {
+		for _, crd := range docs(t, f) {
+			cluster.InstallCRD(t.Context(), t, crd)
+		}
+	}
 }
 
 // testHubAndSpoke: an Application that deploys to another cluster lives where Argo

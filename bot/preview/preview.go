@@ -559,6 +559,13 @@ func (p *pipeline) compare(ctx context.Context, t config.Target, in diffing.Inpu
 	}
 	deleted := t.Controller != nil && t.Controller.Deleted
 	opts.DriftFields = p.req.drift
+	if p.req.drift && !opts.Argo.RespectsIgnores() {
+		// An Application's ignoreDifferences always shape Argo CD's
+		// comparison (argo-cd docs user-guide/diffing.md): an ignored
+		// field leaves the Application Synced, so self-heal never reverts
+		// it, whether or not a sync respects the rules.
+		opts.Ignore = append(opts.Ignore, t.Ignore...)
+	}
 	var lr liveRead
 	if cl != nil && in.HeadErr == nil {
 		lr = p.live(ctx, cl, t, &in, opts)

@@ -185,7 +185,7 @@ func DriftMarkdown(r *diffing.DriftReport) string {
 					continue
 				}
 				rows++
-				driftRow(&table, multi, &t, o.Key, outcomeEmoji(o.Drifted), "", "", "", string(o.State), outcomeWords(o.Outcome))
+				driftRow(&table, multi, &t, o.Key, outcomeEmoji(o.Drifted), "(the object)", text(string(o.State)), "", "", outcomeWords(o.Outcome))
 				continue
 			}
 			for _, e := range o.Fields {
@@ -199,7 +199,11 @@ func DriftMarkdown(r *diffing.DriftReport) string {
 				if by == "" {
 					by = "unknown"
 				}
-				driftRow(&table, multi, &t, o.Key, outcomeEmoji(entryDrifted(e)), codeSpan(e.Path), codeSpan(live)+" → "+codeSpan(git), codeSpan(by), fieldWhen(e.DriftField), outcomeWords(e.Outcome))
+				when := fieldWhen(e.DriftField)
+				if when == "" && e.Manager != "" {
+					when = "not recorded"
+				}
+				driftRow(&table, multi, &t, o.Key, outcomeEmoji(entryDrifted(e)), codeSpan(e.Path), codeSpan(live)+" → "+codeSpan(git), codeSpan(by), when, outcomeWords(e.Outcome))
 			}
 		}
 	}
@@ -298,7 +302,7 @@ func driftRow(b *strings.Builder, multi bool, t *diffing.DriftTarget, k render.O
 func driftFooter(r *diffing.DriftReport) string {
 	msg := "Compared " + r.Ref
 	if c := shortRev(r.Commit, DefaultOptions().ShortSHA); c != "" && c != r.Ref {
-		msg += " (" + c + ")"
+		msg += " at " + c
 	}
 	var clusters []string
 	for _, t := range r.Targets {
