@@ -98,6 +98,7 @@ func Diff(in Input, opts Options) TargetReport {
 	d.computeChanges()
 	d.checkModified()
 	if d.liveOK {
+		d.seenLive()
 		d.checkLive()
 	}
 	d.checkImmutable()

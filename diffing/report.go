@@ -289,6 +289,11 @@ type TargetReport struct {
 	// are tracked by (LiveState.Owners), for the pipeline's shared-resource
 	// findings across targets.
 	LiveOwners map[render.ObjectKey]render.ObjectKey `json:"-"`
+	// Live are the live objects of every base and head key as this preview
+	// read them (absent ones included), in key order; only when the live state
+	// was read. The bot's watch re-previews the pull request when one of them
+	// changes (bot/watch). Not part of the JSON contract.
+	Live []LiveObject `json:"-"`
 }
 
 // Report is the whole result of one preview: what the comment and the check show.

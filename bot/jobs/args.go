@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -23,6 +24,9 @@ type Args struct {
 	// permission is checked before anything runs.
 	Rerun bool   `json:"rerun,omitempty"`
 	Actor string `json:"actor,omitempty"`
+	// Recheck is a re-preview of PR's head (SHAs set) because live objects its
+	// previous preview compared changed (bot/watch).
+	Recheck bool `json:"recheck,omitempty"`
 	// UniqueKey is host, repo, number, base and head SHA, plus the delivery ID for a
 	// re-run (which must run again against the current live state).
 	UniqueKey string `json:"uniqueKey" river:"unique"`
@@ -44,6 +48,13 @@ func NewArgs(ev bot.Event) Args {
 		a.UniqueKey = fmt.Sprintf("%s rerun %s", PRKey(ev.PR), ev.DeliveryID)
 	}
 	return a
+}
+
+// NewRecheckArgs builds the re-preview of pr's head that a change of its live
+// objects asks for; at makes it unique (each change gets its run).
+func NewRecheckArgs(pr bot.PR, at time.Time) Args {
+	return Args{PR: pr, Recheck: true, DeliveryID: "recheck",
+		UniqueKey: fmt.Sprintf("%s@%s..%s recheck %d", PRKey(pr), pr.BaseSHA, pr.HeadSHA, at.UnixNano())}
 }
 
 // PRKey names a pull request host-neutrally ("github/acme/shop#12"); the queue's

@@ -120,6 +120,10 @@ type Options struct {
 	ArgoClusters []gitops.ArgoCluster
 	// Report is the base of the comment options; MaxChars is set per host.
 	Report report.Options
+	// Live keeps the live side of each posted preview and, for the next one,
+	// says what changed in the cluster since (bot/watch re-previews a pull
+	// request when it changes); nil keeps nothing.
+	Live LiveHistory
 	// Reports keeps each preview's full report page and gives the link the
 	// comment shows (reports.Store); nil keeps none and links none.
 	Reports ReportPages
@@ -320,6 +324,7 @@ func (j *run) do(ctx context.Context) (string, error) {
 	// newer one's.
 	opts := j.w.opts
 	opts.Report.ReportURL = j.publishReport(key, rep)
+	live := j.liveSince(ctx, key, rep, &opts)
 	pages := opts.CommentPages(rep, j.pr, host.MaxCommentChars())
 	// A cancel (a newer push) does not cut the post short: a comment POST
 	// abandoned in flight may still land after the newer head's job listed the
@@ -337,10 +342,55 @@ func (j *run) do(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("setting the final status: %w", err)
 	}
 	j.finished(pctx)
+	if j.w.opts.Live != nil {
+		if err := j.w.opts.Live.Previewed(pctx, live); err != nil {
+			j.log.Error("keeping the preview's live side failed; its changes are not watched", "error", err)
+		}
+	}
 	if j.w.obs != nil {
 		j.w.obs.ReportPosted(j.pr, rep)
 	}
 	return outcome, nil
+}
+
+// LiveRecord is the live side of a pull request's posted preview: the live
+// objects every target compared, as they were read.
+type LiveRecord struct {
+	PR      bot.PR               `json:"pr"`
+	At      time.Time            `json:"at"`
+	Objects []diffing.LiveObject `json:"objects"`
+}
+
+// LiveHistory keeps the latest LiveRecord of each pull request (bot/server
+// stores it in the queue's database and watches its objects).
+type LiveHistory interface {
+	// LastLive returns the pull request's latest record, nil when none.
+	LastLive(ctx context.Context, prKey string) (*LiveRecord, error)
+	// Previewed records a posted preview's live side.
+	Previewed(ctx context.Context, rec LiveRecord) error
+}
+
+// liveSince collects rep's live side and, when the pull request was previewed
+// before, has the comment say what changed in the cluster since (opts.Report).
+func (j *run) liveSince(ctx context.Context, key string, rep *diffing.Report, opts *Options) LiveRecord {
+	rec := LiveRecord{PR: j.pr, At: j.started}
+	for i := range rep.Targets {
+		rec.Objects = append(rec.Objects, rep.Targets[i].Live...)
+	}
+	if j.w.opts.Live == nil {
+		return rec
+	}
+	prev, err := j.w.opts.Live.LastLive(ctx, key)
+	if err != nil {
+		j.log.Warn("reading the previous preview's live side failed; the comment does not say what changed since", "error", err)
+		return rec
+	}
+	if prev != nil {
+		if changes := diffing.LiveChanges(prev.Objects, rec.Objects); len(changes) > 0 {
+			opts.Report.LiveSince = &report.LiveSince{At: prev.At, Changes: changes}
+		}
+	}
+	return rec
 }
 
 // ReportPages keeps a pull request's latest full report page and returns the

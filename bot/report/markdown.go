@@ -54,6 +54,9 @@ func (l *layout) blocks() []block {
 	if s := reportLink(l.opts); s != "" {
 		bs = append(bs, block{text: s})
 	}
+	if s := liveSinceMD(l.opts.LiveSince); s != "" {
+		bs = append(bs, block{text: s})
+	}
 	if n := l.liveNotice(); n != "" {
 		bs = append(bs, block{text: n})
 	}

@@ -29,6 +29,9 @@ type Options struct {
 	// are linked.
 	ReportURL      string
 	ReportArtifact bool
+	// LiveSince, when set, says under the headline what changed in the cluster
+	// since the pull request's previous preview.
+	LiveSince *LiveSince
 }
 
 // DefaultOptions fits one GitHub comment and suits the CLI.

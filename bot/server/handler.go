@@ -68,6 +68,10 @@ type HandlerOptions struct {
 	// Reports, when set, serves the full report pages at GET /reports/{id}
 	// (reports.Store, which checks each link's signature and expiry).
 	Reports http.Handler
+	// OnClose, when set, is called with the key of a pull request that was
+	// closed or merged (after its jobs were cancelled): the server stops
+	// watching its live objects. Its error fails the delivery (redelivered).
+	OnClose func(ctx context.Context, prKey string) error
 	Logger  *slog.Logger
 }
 
@@ -294,6 +298,11 @@ func (h *Handler) enqueue(ctx context.Context, ev bot.Event, log *slog.Logger) (
 		ids, err := h.queue.CancelPR(ctx, tag)
 		if err != nil {
 			return "", 0, response{}, err
+		}
+		if h.opts.OnClose != nil {
+			if err := h.opts.OnClose(ctx, key); err != nil {
+				return "", 0, response{}, err
+			}
 		}
 		log.Info("pull request closed: cancelled its jobs", "cancelled", len(ids))
 		return "cancelled", http.StatusOK, response{Reason: fmt.Sprintf("cancelled %d job(s)", len(ids))}, nil

@@ -23,6 +23,7 @@ type Metrics struct {
 	duration   prometheus.Histogram
 	findings   *prometheus.CounterVec
 	liveDrift  *prometheus.GaugeVec
+	rechecks   prometheus.Counter
 }
 
 // NewMetrics registers the metrics (and Go/process collectors) on a new registry.
@@ -50,8 +51,12 @@ func NewMetrics() *Metrics {
 			Name: "driftpreview_live_drift_objects",
 			Help: "Objects with live drift (hand edits the merge would revert) in the last report of each target.",
 		}, []string{"repo", "target"}),
+		rechecks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "driftpreview_watch_rechecks_total",
+			Help: "Re-previews queued because an open pull request's live objects changed.",
+		}),
 	}
-	m.reg.MustRegister(m.deliveries, m.jobs, m.duration, m.findings, m.liveDrift,
+	m.reg.MustRegister(m.deliveries, m.jobs, m.duration, m.findings, m.liveDrift, m.rechecks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftpreview/driftpreview/bot/jobs"
 	"github.com/driftpreview/driftpreview/bot/queue"
+	"github.com/driftpreview/driftpreview/bot/watch"
 )
 
 // Host is a full host adapter: webhook parsing plus what jobs post.
@@ -45,6 +46,8 @@ type Options struct {
 	// SweepInterval is how often this process completes the statuses of jobs that
 	// stopped without a result (jobs.Worker.Sweep); default DefaultSweepInterval.
 	SweepInterval time.Duration
+	// Watch re-checks open pull requests when their live objects change.
+	Watch WatchOptions
 }
 
 // DefaultSweepInterval is how often, by default, statuses left in progress by a
@@ -59,6 +62,8 @@ type Server struct {
 	handler *Handler
 	worker  *jobs.Worker
 	log     *slog.Logger
+	live    *liveHistory
+	watcher *watch.Watcher // nil when Watch is off
 }
 
 // New opens the queue (running migrations), registers the worker and builds the
@@ -94,13 +99,26 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		parsers[name] = h
 	}
 	opts.Jobs.Logger = opts.Logger
+	s := &Server{opts: opts, Queue: q, Metrics: m, log: opts.Logger}
+	s.live = &liveHistory{q: q, log: opts.Logger}
+	if opts.Watch.Enabled {
+		wo := opts.Watch.Options
+		wo.Logger = opts.Logger.With("component", "watch")
+		if s.watcher, err = watch.New(watchClusters(opts.Jobs), s.recheck, wo); err != nil {
+			q.Close()
+			return nil, err
+		}
+		s.live.w = s.watcher
+		m.reg.MustRegister(newWatchCollector(s.watcher))
+	}
+	opts.Jobs.Live = s.live
 	w := jobs.NewWorker(jobHosts, opts.Previewer, jobs.NewMirror(opts.WorkDir), q, m, opts.Jobs)
 	river.AddWorker(workers, w)
 	opts.Handler.Logger = opts.Logger
-	return &Server{
-		opts: opts, Queue: q, Metrics: m, log: opts.Logger, worker: w,
-		handler: NewHandler(parsers, q, m, opts.Handler),
-	}, nil
+	opts.Handler.OnClose = s.live.closed
+	s.opts, s.worker = opts, w
+	s.handler = NewHandler(parsers, q, m, opts.Handler)
+	return s, nil
 }
 
 // Handler is the HTTP handler of Listen (webhooks, health).
@@ -158,6 +176,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer close(swept)
 		s.sweepLoop(sweepCtx)
 	}()
+	if s.watcher != nil {
+		go func() {
+			n, err := s.live.rebuild(sweepCtx)
+			if err != nil && sweepCtx.Err() == nil {
+				s.log.Error("rebuilding the watch of open pull requests", "error", err)
+			}
+			s.log.Info("watching the live objects of open pull requests", "pullRequests", n)
+		}()
+	}
 	s.log.Info("serving", "addr", ln.Addr().String(), "queue", s.Queue.Driver())
 	var serveErr error
 	select {
@@ -181,6 +208,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("queue shutdown", "error", err)
 	}
 	s.worker.Stop()
+	if s.watcher != nil {
+		s.watcher.Stop()
+	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serving http: %w", serveErr)
 	}
