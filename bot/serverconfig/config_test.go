@@ -162,6 +162,7 @@ func TestLoad(t *testing.T) {
 					Metrics:  Metrics{Listen: DefaultMetricsListen},
 					GitLab:   GitLab{URL: "https://gitlab.example", TokenFile: files["gl-token"], WebhookSecretFile: files["gl-webhook"], Token: NewSecret(glToken), WebhookSecret: NewSecret(glSecret)},
 					Queue:    Queue{Driver: "sqlite", DSN: NewSecret(DefaultSQLiteDSN), Workers: DefaultWorkers, JobTimeout: DefaultJobTimeout, RescueStuckAfter: DefaultJobTimeout + 5*time.Minute, MaxAttempts: DefaultMaxAttempts, SweepInterval: DefaultSweepInterval},
+					Watch:    defaultWatch,
 					WorkDir:  DefaultWorkDir,
 					LogLevel: "info",
 					Remote:   remote.Policy{Mode: remote.ModePublic, CacheDir: filepath.Join(DefaultWorkDir, "remote-cache")},
@@ -197,6 +198,7 @@ func TestLoad(t *testing.T) {
 				},
 				DefaultCluster: "prod",
 				Queue:          Queue{Driver: "sqlite", DSN: NewSecret("/var/lib/driftpreview/queue.db"), Workers: DefaultWorkers, JobTimeout: DefaultJobTimeout, RescueStuckAfter: DefaultJobTimeout + 5*time.Minute, MaxAttempts: DefaultMaxAttempts, SweepInterval: DefaultSweepInterval},
+				Watch:          defaultWatch,
 				Repos:          []string{"acme/*"},
 				WorkDir:        "/var/lib/driftpreview/mirrors",
 				LogLevel:       "info",
@@ -388,3 +390,7 @@ func TestMatchRepo(t *testing.T) {
 		}
 	}
 }
+
+// defaultWatch is the watch block's defaults (issue 26).
+var defaultWatch = Watch{Mode: WatchOn, Debounce: DefaultWatchDebounce, PollInterval: DefaultWatchPollInterval,
+	RepoPerMinute: DefaultWatchRepoPerMin, RepoBurst: DefaultWatchRepoBurst}

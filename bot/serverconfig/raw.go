@@ -43,6 +43,7 @@ type Raw struct {
 	LogLevel       string             `yaml:"logLevel"`
 	Remote         remote.Policy      `yaml:"remote"`
 	Reports        RawReports         `yaml:"reports"`
+	Watch          Watch              `yaml:"watch"`
 
 	// file and root say where each key came from, for errors with file and line;
 	// warnings are the remarks of parsing (unknown variables).

@@ -17,6 +17,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/reports"
 	"github.com/driftpreview/driftpreview/bot/server"
+	"github.com/driftpreview/driftpreview/bot/watch"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render/remote"
 )
@@ -65,11 +66,37 @@ type Config struct {
 	// Reports keeps each pull request's full report page and links it from the
 	// comment at a signed, expiring URL under URL; off when URL is empty.
 	Reports Reports
+	// Watch re-checks open pull requests when the live objects their previews
+	// compared change.
+	Watch Watch
 
 	// Warnings are non-fatal remarks found while loading (an unknown DRIFTPREVIEW_
 	// variable), for the caller to log.
 	Warnings []string
 }
+
+// Watch configures the re-check of open pull requests when their live objects
+// change (bot/watch).
+type Watch struct {
+	// Mode is watch (default: informers, a periodic LIST where watch is
+	// forbidden) or off.
+	Mode string `yaml:"mode"`
+	// Debounce is the window in which many changes give one re-preview (default 5s).
+	Debounce time.Duration `yaml:"debounce"`
+	// PollInterval is how often a type the identity may not watch is LISTed
+	// instead (default 5m).
+	PollInterval time.Duration `yaml:"pollInterval"`
+	// RepoPerMinute and RepoBurst rate-limit one repository's re-previews
+	// (defaults 30 and 10).
+	RepoPerMinute int `yaml:"repoPerMinute"`
+	RepoBurst     int `yaml:"repoBurst"`
+}
+
+// Watch modes.
+const (
+	WatchOn  = "watch"
+	WatchOff = "off"
+)
 
 // Webhooks bounds what webhook deliveries may cost.
 type Webhooks struct {
@@ -221,6 +248,11 @@ const (
 	DefaultReportRetention = reports.DefaultRetention
 	// DefaultReportsDir is the report pages' directory under the work dir.
 	DefaultReportsDir = "reports"
+	// Defaults of the watch block.
+	DefaultWatchDebounce     = watch.DefaultDebounce
+	DefaultWatchPollInterval = watch.DefaultPollInterval
+	DefaultWatchRepoPerMin   = watch.DefaultRepoPerMin
+	DefaultWatchRepoBurst    = watch.DefaultRepoBurst
 )
 
 // Load is ParseRaw then ToValid: server.yaml and the environment, secret files
@@ -308,6 +340,22 @@ func (r *Raw) withDefaults() Raw {
 	if q.SweepInterval == 0 {
 		q.SweepInterval = DefaultSweepInterval
 	}
+	wa := &d.Watch
+	if wa.Mode == "" {
+		wa.Mode = WatchOn
+	}
+	if wa.Debounce == 0 {
+		wa.Debounce = DefaultWatchDebounce
+	}
+	if wa.PollInterval == 0 {
+		wa.PollInterval = DefaultWatchPollInterval
+	}
+	if wa.RepoPerMinute == 0 {
+		wa.RepoPerMinute = DefaultWatchRepoPerMin
+	}
+	if wa.RepoBurst == 0 {
+		wa.RepoBurst = DefaultWatchRepoBurst
+	}
 	return d
 }
 
@@ -339,6 +387,7 @@ func (r *Raw) ToValid() (*Config, error) {
 		LogLevel:     d.LogLevel,
 		Remote:       d.Remote,
 		Reports:      Reports{URL: d.Reports.URL, KeyFile: d.Reports.KeyFile, MaxBytes: d.Reports.MaxBytes, Retention: d.Reports.Retention},
+		Watch:        d.Watch,
 		Warnings:     r.warnings,
 	}
 	if rp := &c.Reports; rp.URL != "" || hasAny(d.Reports) {
@@ -461,6 +510,20 @@ func (r *Raw) ToValid() (*Config, error) {
 	}
 	if q.SweepInterval < 0 {
 		v.add([]string{"queue", "sweepInterval"}, "must be positive, got %s", q.SweepInterval)
+	}
+	if wa := c.Watch; wa.Mode != WatchOn && wa.Mode != WatchOff {
+		v.add([]string{"watch", "mode"}, "must be %s or %s, got %q", WatchOn, WatchOff, wa.Mode)
+	}
+	for _, d := range []struct {
+		key string
+		val time.Duration
+	}{{"debounce", c.Watch.Debounce}, {"pollInterval", c.Watch.PollInterval}} {
+		if d.val < 0 {
+			v.add([]string{"watch", d.key}, "must be positive, got %s", d.val)
+		}
+	}
+	if c.Watch.RepoPerMinute < 0 || c.Watch.RepoBurst < 0 {
+		v.add([]string{"watch"}, "repoPerMinute and repoBurst must be positive, got %d and %d", c.Watch.RepoPerMinute, c.Watch.RepoBurst)
 	}
 	for i, p := range c.Repos {
 		if !server.ValidRepoGlob(p) {

@@ -31,6 +31,7 @@ func TestToValid(t *testing.T) {
 			WorkDir:  "/var/lib/driftpreview/mirrors",
 			LogLevel: "info",
 			Remote:   remote.Policy{Mode: remote.ModePublic, CacheDir: "/var/lib/driftpreview/mirrors/remote-cache"},
+			Watch:    Watch{Mode: "watch", Debounce: 5 * time.Second, PollInterval: 5 * time.Minute, RepoPerMinute: 30, RepoBurst: 10},
 		}
 	}
 	tests := []struct {

@@ -23,6 +23,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/reports"
 	"github.com/driftpreview/driftpreview/bot/server"
+	"github.com/driftpreview/driftpreview/bot/watch"
 	"github.com/driftpreview/driftpreview/bot/serverconfig"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render/remote"
@@ -191,6 +192,10 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		MetricsToken:  cfg.Metrics.BearerToken.Value(),
 		Logger:        log,
 		SweepInterval: cfg.Queue.SweepInterval,
+		Watch: server.WatchOptions{Enabled: cfg.Watch.Mode == serverconfig.WatchOn, Options: watch.Options{
+			Debounce: cfg.Watch.Debounce, PollInterval: cfg.Watch.PollInterval,
+			RepoPerMinute: float64(cfg.Watch.RepoPerMinute), RepoBurst: cfg.Watch.RepoBurst,
+		}},
 	}, nil
 }
 
