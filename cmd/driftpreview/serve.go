@@ -23,8 +23,8 @@ import (
 	"github.com/driftpreview/driftpreview/bot/queue"
 	"github.com/driftpreview/driftpreview/bot/reports"
 	"github.com/driftpreview/driftpreview/bot/server"
-	"github.com/driftpreview/driftpreview/bot/watch"
 	"github.com/driftpreview/driftpreview/bot/serverconfig"
+	"github.com/driftpreview/driftpreview/bot/watch"
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render/remote"
 )
