@@ -14,7 +14,7 @@ TESTENV      = $(eval TESTENV := $$(shell fixtures/cluster/testenv.sh))$(TESTENV
 RACE_PKGS   ?= $(shell $(GO) list ./bot/... ./diffing/... | grep -v '/bot/preview$$')
 PLAIN_PKGS  ?= ./cmd/... ./render/... ./deploy/... ./fixtures/... ./bot/preview
 
-.PHONY: build image testenv testdeps test lint demo bench clean
+.PHONY: build image testenv testdeps test lint demo bench bench-watch clean
 
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -94,6 +94,17 @@ bench: testenv build
 	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) run ./fixtures/bench/run -bin $(BIN) -kubectl "$(KUBECTL)" \
 	  -scales $(BENCH_SCALES) -count $(BENCH_COUNT) -kubectl-count $(BENCH_KUBECTL_COUNT) -prs $(BENCH_PRS) -flux-scale $(BENCH_FLUX) \
 	  -peer-count $(BENCH_PEER_COUNT) -peer-repos "$(BENCH_PEER_REPOS)" -flate "$(BENCH_FLATE)" $(BENCH_ARGS)
+
+## bench-watch: serve with BENCH_WATCH_PRS open pull requests on one cluster of fixtures/bench
+## T=200 (5,000 objects): time to preview them, API requests per minute and RSS at rest, time from
+## a kubectl edit to the updated comment (issue 26); results into BENCHMARKS.md. Not part of make test.
+BENCH_WATCH_PRS   ?= 200
+BENCH_WATCH_REST  ?= 60s
+BENCH_WATCH_EDITS ?= 5
+bench-watch: testenv
+	KUBEBUILDER_ASSETS="$(TESTENV)" DRIFTPREVIEW_BENCH_WATCH="$(CURDIR)/BENCHMARKS.md" BENCH_WATCH_PRS=$(BENCH_WATCH_PRS) \
+	  BENCH_WATCH_REST=$(BENCH_WATCH_REST) BENCH_WATCH_EDITS=$(BENCH_WATCH_EDITS) \
+	  $(GO) test ./bot/server/e2e -run '^TestWatchBench$$' -count 1 -timeout 3h -v $(BENCH_ARGS)
 
 clean:
 	rm -rf bin
