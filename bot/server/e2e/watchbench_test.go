@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/riverqueue/river/rivertype"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/driftpreview/driftpreview/bot/github/githubtest"
 	"github.com/driftpreview/driftpreview/bot/jobs"
@@ -51,6 +53,7 @@ func TestWatchBench(t *testing.T) {
 	edits := envInt(t, "BENCH_WATCH_EDITS", 5)
 	rest := envDuration(t, "BENCH_WATCH_REST", time.Minute)
 	editTimeout := envDuration(t, "BENCH_WATCH_EDIT_TIMEOUT", 2*time.Minute)
+	ctrllog.SetLogger(logr.Discard()) // bench.Seed's controller-runtime client logs nothing we need
 	ctx := context.Background()
 	start := time.Now()
 
