@@ -21,6 +21,10 @@ var skipNoops, skipCanonical = true, true
 // be no-op applies, for tests and benchmarks.
 var simulations, noops atomic.Int64
 
+// dryRunSkips counts the dry-run predictions answered without a request
+// (dryRunSkippable), for tests and benchmarks.
+var dryRunSkips atomic.Int64
+
 // notContained counts the no-op tests mayContain answered, and canonicalSkips the
 // predictions that skipped canonical (isCanonical), for tests.
 var notContained, canonicalSkips atomic.Int64

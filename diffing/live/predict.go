@@ -80,7 +80,7 @@ func (st *read) predict(ctx context.Context, base, head render.ObjectSet, out *d
 	}
 	run, limit := st.simulate, workers()
 	if st.opts.Mode == ModeDryRun {
-		run, limit = st.dryRun, st.r.parallel
+		run, limit = st.dryRunUnlessNoop(ctx), cap(st.r.inflight)
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -197,7 +197,7 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 	if err != nil {
 		return diffing.Prediction{Err: st.applyError("upgrading client-side-apply managers of", j.key, err)}
 	}
-	if skipNoops && !csa && upgrade.Len() == 0 && applyIsNoop(a.tc, j.live, j.head, st.opts.Manager) {
+	if provenNoop(a, csa, upgrade, j, st.opts.Manager) {
 		// The apiserver stores live as it is (applyIsNoop), and so does the
 		// simulation below: the field manager returns live, which has every
 		// field withServerDefaults could put back, in the form canonical
@@ -324,14 +324,83 @@ func hasUpdateBy(obj *unstructured.Unstructured, manager string) bool {
 	return false
 }
 
+// dryRunUnlessNoop returns dry-run mode's prediction of a job: live itself when
+// the apply is a proven no-op (dryRunSkippable), else the apiserver's answer
+// (dryRun), with at most dryRunInflight requests of the Reader in flight.
+func (st *read) dryRunUnlessNoop(ctx context.Context) func(context.Context, job) diffing.Prediction {
+	adm := st.r.getAdmission(ctx, st.cat)
+	return func(ctx context.Context, j job) diffing.Prediction {
+		if st.dryRunSkippable(ctx, j, adm) {
+			dryRunSkips.Add(1)
+			return diffing.Prediction{Object: j.live.DeepCopy()}
+		}
+		select {
+		case st.r.inflight <- struct{}{}:
+		case <-ctx.Done():
+			return diffing.Prediction{Err: st.applyError("dry-run apply of", j.key, ctx.Err())}
+		}
+		defer func() { <-st.r.inflight }()
+		return st.dryRun(ctx, j)
+	}
+}
+
+// dryRunSkippable reports whether dry-run mode may answer j without asking the
+// apiserver, because the apiserver would answer it with live unchanged: the
+// apply is the server-side apply simulate proves a no-op (applyIsNoop, under the
+// same conditions as in simulate: no client-side apply, no client-side-apply
+// manager to upgrade), and nothing the simulation cannot see would act on it.
+// Everything else goes to the server: objects that are not live yet (creates),
+// applies that change live (including those the server would refuse, as an
+// immutable field, or default), Argo CD's replace and client-side syncs, objects
+// of a resource some admission webhook or policy of the cluster may act on for an
+// UPDATE (a mutating webhook may change even an unchanged object, a validating
+// one refuse it; see admission), and, in the read that judges the base
+// (Options.Reuse), objects whose head apply the server refused: the refusal
+// (RBAC, a policy) may hold at base too, and that is what makes it pre-existing.
+// RBAC is not checked for a skipped object: an identity without patch on an
+// object the PR leaves as it is gets no live-unavailable finding for it.
+func (st *read) dryRunSkippable(ctx context.Context, j job, adm *admission) bool {
+	if !skipNoops || j.live == nil || adm.mayAct(j.res) {
+		return false
+	}
+	if _, replace := st.opts.Argo.Replaces(j.key, j.head, j.live); replace {
+		return false
+	}
+	if ru := st.opts.Reuse; ru != nil && ru.State != nil {
+		if p, ok := ru.State.Predictions[j.key]; ok && (p.Err != nil || p.Refusal != nil) {
+			return false
+		}
+	}
+	a, err := st.r.getSchemas().fieldManager(ctx, j.head.GroupVersionKind())
+	if err != nil {
+		return false
+	}
+	csa, err := st.clientSide(j)
+	if err != nil {
+		return false
+	}
+	upgrade, err := clientSideManagers(j.live)
+	if err != nil {
+		return false
+	}
+	return provenNoop(a, csa, upgrade, j, st.opts.Manager)
+}
+
+// provenNoop is the no-op test of both modes: an apply that is server-side, with
+// no client-side-apply manager to upgrade first, and changes nothing
+// (applyIsNoop).
+func provenNoop(a *applier, csa bool, upgrade sets.Set[string], j job, manager string) bool {
+	return skipNoops && !csa && upgrade.Len() == 0 && applyIsNoop(a.tc, j.live, j.head, manager)
+}
+
 // dryRun asks the apiserver: a server-side apply with dryRun=All without force for
 // the conflicts, then with force for the predicted object. Every refusal is
 // classified (diffing.Refusal), so diffing can tell the manifest's faults from the
 // asking identity's.
 func (st *read) dryRun(ctx context.Context, j job) diffing.Prediction {
-	var ri dynamic.ResourceInterface = st.r.dyn.Resource(j.res.gvr)
+	var ri dynamic.ResourceInterface = st.r.dryDyn.Resource(j.res.gvr)
 	if j.res.namespaced {
-		ri = st.r.dyn.Resource(j.res.gvr).Namespace(j.head.GetNamespace())
+		ri = st.r.dryDyn.Resource(j.res.gvr).Namespace(j.head.GetNamespace())
 	}
 	opts := metav1.ApplyOptions{FieldManager: st.opts.Manager, DryRun: []string{metav1.DryRunAll}}
 	if j.live == nil {

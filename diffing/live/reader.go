@@ -47,8 +47,16 @@ type Reader struct {
 	meta  metadata.Interface
 	disc  *discovery.DiscoveryClient
 	cache cache
-	// parallel bounds concurrent LIST and dry-run requests.
+	// parallel bounds concurrent LIST requests.
 	parallel int
+	// dryDyn sends dry-run-mode predictions (dryRun), without client-go's
+	// client-side rate limiter unless the rest.Config sets one; inflight bounds
+	// how many of them are in flight for the whole Reader (dryRunInflight).
+	dryDyn   dynamic.Interface
+	inflight chan struct{}
+	// admission is what the cluster's webhooks and admission policies may act
+	// on, for the current catalog (getAdmission).
+	admission admissionMemo
 	// lists, when set (ShareLists), keeps every LIST result for the Reader's
 	// later reads.
 	lists *listMemo
@@ -151,6 +159,7 @@ func NewReader(cfg *rest.Config) (*Reader, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	ownLimit := cfg.QPS != 0 || cfg.RateLimiter != nil
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}
@@ -168,6 +177,24 @@ func NewReader(cfg *rest.Config) (*Reader, error) {
 		return nil, fmt.Errorf("creating dynamic client for %s: %w", cfg.Host, err)
 	}
 	dyn := dynamic.New(rc)
+	dry := dyn
+	if !ownLimit {
+		// Dry-run requests rely on the apiserver's API Priority and Fairness
+		// instead of a fixed client rate, as SIG API Machinery recommends and
+		// controller-runtime does by default since v0.21 (kubernetes-sigs/
+		// controller-runtime#3119: a QPS < 0 leaves rest.Config without a
+		// rate limiter). Concurrency stays bounded by dryRunInflight, and a
+		// 429 from APF (or a 5xx with Retry-After) is retried by client-go's
+		// rest.Request after the server's Retry-After, up to 10 times
+		// (rest/with_retry.go checkWait), as for every client-go caller.
+		ucfg := rest.CopyConfig(dcfg)
+		ucfg.QPS, ucfg.Burst, ucfg.RateLimiter = -1, 0, nil
+		urc, err := rest.UnversionedRESTClientForConfigAndClient(ucfg, hc)
+		if err != nil {
+			return nil, fmt.Errorf("creating dynamic client for %s: %w", cfg.Host, err)
+		}
+		dry = dynamic.New(urc)
+	}
 	md, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating metadata client for %s: %w", cfg.Host, err)
@@ -176,8 +203,16 @@ func NewReader(cfg *rest.Config) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client for %s: %w", cfg.Host, err)
 	}
-	return &Reader{host: cfg.Host, dyn: dyn, rest: rc, meta: md, disc: disc, parallel: 8}, nil
+	return &Reader{host: cfg.Host, dyn: dyn, rest: rc, meta: md, disc: disc, parallel: 8,
+		dryDyn: dry, inflight: make(chan struct{}, dryRunInflight)}, nil
 }
+
+// dryRunInflight bounds the dry-run requests one Reader has in flight, over all
+// its concurrent Reads. The apiserver's API Priority and Fairness decides how
+// many it serves at once (a ServiceAccount's requests fall in the workload-low
+// priority level, by default about a third of the server's 600 seats); 16 keeps
+// well inside that while a request's latency, not a client rate, sets the pace.
+const dryRunInflight = 16
 
 // listKey is one LIST: a resource in a namespace ("" for cluster-scoped types).
 type listKey struct {
