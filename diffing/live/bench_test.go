@@ -3,8 +3,11 @@ package live_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -191,4 +194,76 @@ spec:
 			live.IsCanonical(head)
 		}
 	})
+}
+
+// BenchmarkDryRunWide reads a target of 200 live ConfigMaps of which head changes
+// one in five (the shape of the bench's PR-wide: an image tag moves, the rest
+// stays) in simulate mode, in dry-run mode, and in dry-run mode as it was before
+// issue 25 (every object sent, behind client-go's client-side limit of QPS 50,
+// burst 100). dryruns/op counts the dry-run requests the apiserver receives,
+// cpu-ms/op the user+sys CPU of this process (the client; the apiserver is
+// another process), which on a loaded machine says more than ns/op.
+//
+//	go test ./diffing/live -run '^$' -bench DryRunWide -benchtime 3x
+func BenchmarkDryRunWide(b *testing.B) {
+	ctx := context.Background()
+	ns := cluster.Namespace(b)
+	var base, head []*unstructured.Unstructured
+	for i := range 200 {
+		name := fmt.Sprintf("cm-%03d", i)
+		cm := configMap(b, ns, name, map[string]any{"k": "v", "n": fmt.Sprint(i)})
+		cluster.ApplyAs(ctx, b, cm, "kustomize-controller")
+		next := cm.DeepCopy()
+		if i%5 == 0 {
+			_ = unstructured.SetNestedField(next.Object, "changed", "data", "k")
+		}
+		base, head = append(base, cm), append(head, next)
+	}
+	baseSet, headSet := set(base...), set(head...)
+	for _, c := range []struct {
+		name   string
+		mode   diffing.LiveMode
+		before bool
+	}{{"simulate", live.ModeSimulate, false}, {"dry-run", live.ModeDryRun, false}, {"dry-run-before", live.ModeDryRun, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			if c.before {
+				defer live.SetShortcuts(false)()
+			}
+			d := &dryRuns{}
+			cfg := cluster.Config()
+			cfg.QPS, cfg.Burst = 0, 0
+			if c.before {
+				cfg.QPS, cfg.Burst = 50, 100
+			}
+			cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { d.next = rt; return d }
+			r := reader(b, cfg)
+			o := opts(ns)
+			o.Mode = c.mode
+			mustRead(b, r, baseSet, headSet, o) // warm the discovery and schema caches
+			warm := len(d.requests())
+			cpu0 := cpuTime()
+			for b.Loop() {
+				st := r.Read(ctx, baseSet, headSet, o)
+				if st.Err != nil {
+					b.Fatal(st.Err)
+				}
+				for k, p := range st.Predictions {
+					if p.Err != nil {
+						b.Fatalf("%s: %v", k, p.Err)
+					}
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(len(d.requests())-warm)/float64(b.N), "dryruns/op")
+		})
+	}
+}
+
+// cpuTime is the user+sys CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
