@@ -315,7 +315,7 @@ func fieldOutcome(tr *TargetReport, f DriftField, heals bool, how string) (Drift
 // (or why not), in a clause.
 func selfHeals(c *Controller) (bool, string) {
 	if c == nil {
-		return false, "no GitOps controller deploys the target, so it stays until git is applied again"
+		return false, "No Argo CD or Flux object deploys the target and its sync.selfHeal is off, so it stays until git is applied again"
 	}
 	name := code(c.Namespace + "/" + c.Name)
 	switch c.Kind {
