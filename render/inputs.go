@@ -335,6 +335,9 @@ type inputWalker struct {
 	sb   *sandbox // the target's: the finder's root, the target's read limits
 	in   Inputs
 	seen map[string]bool // kustomization directories and files followed
+	// target is the target's directory: the one directory without a
+	// kustomization that render builds all the same (generated).
+	target string
 }
 
 func (w *inputWalker) unknown(format string, args ...any) {
@@ -412,6 +415,7 @@ func (w *inputWalker) kind(p string) (isDir, exists bool) {
 }
 
 func (w *inputWalker) walkTarget(t string, opts Options) {
+	w.target = t
 	isDir, exists := w.kind(t)
 	if !exists || !isDir {
 		w.dir(t)
@@ -495,6 +499,12 @@ func (w *inputWalker) kustomization(dir string) {
 			file = path.Join(dir, n)
 		}
 	}
+	if file == "" && dir == w.target {
+		// The target itself: render generates the kustomization Flux
+		// generates (generateKustomization).
+		w.generated(dir)
+		return
+	}
 	if file == "" {
 		// Not a kustomization (kustomize fails on it): any file there counts.
 		w.dir(dir)
@@ -530,6 +540,53 @@ func (w *inputWalker) kustomization(dir string) {
 		}
 		w.paths(file, dir, key, root.Content[i+1])
 	}
+}
+
+// generated adds what the kustomization Flux generates for dir, which holds
+// none, reads (generateKustomization, after fluxcd/pkg kustomize
+// scanManifests): every .yaml and .yml file below dir, and the kustomization
+// of every subdirectory that holds one, which the generator names as a
+// resource and does not descend into. Those are the inputs, not the whole
+// tree: a file under such a subdirectory counts only when its kustomization
+// reads it (the Flux Kustomization over a directory of apps is not touched
+// by a change to one app's manifests, only by one to what it builds: the
+// apps' kustomizations and the files they name). A file added or removed at
+// one side is found by walking that side (the pipeline walks both); the
+// kustomization names of every directory walked are inputs, so a directory
+// that gains one is seen as well. A symlink makes the inputs unknown.
+func (w *inputWalker) generated(dir string) {
+	_ = fs.WalkDir(w.sb.fsys(), dir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case w.in.Unknown != "":
+			return fs.SkipAll
+		case err != nil:
+			if !errors.Is(err, fs.ErrNotExist) {
+				w.unknown("%s: %v", p, unwrapPath(err))
+			}
+			return fs.SkipAll
+		case d.Type()&fs.ModeSymlink != 0:
+			w.unknown("%s is a symlink", p)
+			return fs.SkipAll
+		case p == dir:
+			return nil
+		case d.IsDir() && d.Name() == ".git":
+			return fs.SkipDir
+		case d.IsDir():
+			for _, n := range kustomizationNames {
+				w.file(path.Join(p, n))
+			}
+			for _, n := range kustomizationNames {
+				if isDir, exists := w.kind(path.Join(p, n)); exists && !isDir {
+					w.kustomization(p)
+					return fs.SkipDir
+				}
+			}
+			return nil
+		case d.Type().IsRegular() && hasExt(p, ".yaml", ".yml"):
+			w.file(p)
+		}
+		return nil
+	})
 }
 
 // paths follows the path-valued strings of one kustomization field, as

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/driftpreview/driftpreview/render"
@@ -243,11 +244,16 @@ func (c *renderCache) run(ctx context.Context, root, path string, opts render.Op
 		opts.Checkout = id
 	}
 	opts.Budget = c.spent.renderBudget()
+	rendersRun.Add(1)
 	start := time.Now()
 	set, err := render.Render(ctx, root, path, opts)
 	c.spent.charge(set.CPUTime, time.Since(start))
 	return set, err
 }
+
+// rendersRun counts the renders this process ran (render.Render calls,
+// discovery's among them), for tests that check what a preview renders.
+var rendersRun atomic.Int64
 
 // renderSlots bounds the renders running at once in this process (of all jobs)
 // by the CPUs: each is a render process working flat out.

@@ -109,10 +109,19 @@ func notAffectedBy(targets []config.Target, base, head *render.InputFinder, chan
 	return reasons
 }
 
-// reads reports whether a target at dir with inputs in reads file, whether or
-// not all its inputs could be told.
+// reads reports whether a target at dir with inputs in reads file. When its
+// inputs could not all be told, everything under dir counts as read; when
+// they could, only they do: a Flux Kustomization over a directory of apps
+// without a kustomization reads the apps' kustomizations and the files
+// they name (their ks.yaml), not every file below it, so a file changed in
+// one app touches that app's controller object only when the Kustomization
+// that renders it reads that file (render.InputFinder, generated
+// kustomizations).
 func reads(in render.Inputs, dir, file string) bool {
-	known := render.Inputs{Files: in.Files, Dirs: append([]string{dir}, in.Dirs...)}
+	known := render.Inputs{Files: in.Files, Dirs: in.Dirs}
+	if in.Unknown != "" {
+		known.Dirs = append([]string{dir}, in.Dirs...)
+	}
 	_, ok := known.Touched([]string{file})
 	return ok
 }

@@ -1,0 +1,81 @@
+package preview
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// homeLabScenario is scenario 100: a Flux home-lab layout whose Kustomization
+// g100-apps builds ./kubernetes/apps, a directory without a kustomization.
+const homeLabScenario = "../../fixtures/gitops-scenarios/100-flux-apps-directory-one-app"
+
+// TestOwnership runs pull requests of each shape on scenario 100's base
+// without AllTargets and checks which targets are rendered: a changed file
+// touches the targets whose renders read it, and the Kustomization over the
+// directory of apps reads the apps' kustomizations and ks.yaml files, not
+// every file below it (issue 25). A PR that no render reads renders nothing
+// at all, discovery included.
+func TestOwnership(t *testing.T) {
+	base := filepath.Join(homeLabScenario, "base")
+	cases := []struct {
+		name  string
+		edits map[string][2]string
+		add   map[string]string
+		// rendered are the targets compared; the others are not affected.
+		rendered []string
+		// noRenders: nothing is rendered at all, discovery included.
+		noRenders bool
+	}{
+		{name: "readme", edits: map[string][2]string{"README.md": {"# Home lab", "# Home lab, edited"}}, noRenders: true},
+		{name: "one app", edits: map[string][2]string{"kubernetes/apps/g100/lounge/app/helmrelease.yaml": {"memory: 512Mi", "memory: 768Mi"}},
+			rendered: []string{"g100-lounge", "lounge"}},
+		{name: "shared component", edits: map[string][2]string{"kubernetes/components/g100-backup/snapshotpolicy.yaml": {`keepDaily: "7"`, `keepDaily: "14"`}},
+			rendered: []string{"g100-echo", "g100-lounge"}},
+		{name: "one app's ks.yaml", edits: map[string][2]string{"kubernetes/apps/g100/echo/ks.yaml": {"interval: 1h", "interval: 2h"}},
+			rendered: []string{"g100-apps", "g100-echo"}},
+		{name: "file no kustomization names", add: map[string]string{"kubernetes/apps/g100/echo/app/notes.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n"},
+			noRenders: true},
+		{name: "file in the directory of apps", add: map[string]string{"kubernetes/apps/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: g100\n"},
+			rendered: []string{"g100-apps"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			head := copyTree(t, base, c.edits)
+			for name, content := range c.add {
+				p := filepath.Join(head, filepath.FromSlash(name))
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			repo := gitRepo(t, base, head)
+			before := rendersRun.Load()
+			rep, err := Run(t.Context(), Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			renders := rendersRun.Load() - before
+			var rendered, all []string
+			for _, tr := range rep.Targets {
+				all = append(all, tr.Name)
+				if tr.Error != "" {
+					t.Errorf("%s: %s", tr.Name, tr.Error)
+				}
+				if tr.NotAffected == "" && tr.Skipped == "" {
+					rendered = append(rendered, tr.Name)
+				}
+			}
+			slices.Sort(rendered)
+			if !slices.Equal(rendered, c.rendered) {
+				t.Errorf("rendered %v, want %v (targets %v)", rendered, c.rendered, all)
+			}
+			if c.noRenders && renders != 0 {
+				t.Errorf("%d renders, want none: no render reads the changed files", renders)
+			}
+			if len(all) != 4 {
+				t.Errorf("targets %v, want g100-apps, g100-echo, g100-lounge and lounge's HelmRelease", all)
+			}
+		})
+	}
+}
