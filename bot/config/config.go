@@ -72,6 +72,14 @@ type Target struct {
 	// object (an app of apps, a Flux Kustomization applying a directory of
 	// Kustomizations); empty when a file of the repository declares it.
 	DeclaredBy string
+	// SameAtHead is set on a discovered target that the head declares
+	// exactly as the base does (its controller object as discovery reads
+	// it, path, options, variables, notes and findings): a change to what
+	// renders its controller object does not change it, so only its own
+	// inputs can (issue 25: a Flux Kustomization over a directory of apps
+	// re-emits each app's Kustomization; a change there touches only the
+	// apps whose objects it changes).
+	SameAtHead bool `json:"-"`
 }
 
 // HeadSide is how the head commit renders a discovered target.

@@ -123,6 +123,9 @@ func FromControllers(ctx context.Context, baseDir, headDir string, opts gitops.O
 				targets = append(targets, t)
 				continue
 			}
+			if b := &targets[at[k]]; dir == headDir && reflect.DeepEqual(*b, t) {
+				b.SameAtHead = true
+			}
 			if b := &targets[at[k]]; dir == headDir && b.Controller != nil && t.Controller != nil && t.Controller.Argo != nil {
 				// Argo CD syncs with the options the head declares once the
 				// merge reaches the Application (a PR that turns on

@@ -82,6 +82,19 @@ type Options struct {
 	// ArgoDefaultBuildOptions is the repo config's
 	// argocd.kustomizeBuildOptions; nil when unset.
 	ArgoDefaultBuildOptions *string
+	// Memo, when set, keeps Results across runs: Discover returns what it
+	// holds for root instead of discovering it again, and offers it every
+	// complete Result it finds (none of whose renders failed, without
+	// ApplicationSets, whose templates run under a budget). The preview's
+	// keys a checkout by its git tree and these options.
+	Memo Memo
+}
+
+// Memo keeps discovery Results (Options.Memo). Get returns a Result the
+// caller may change; Put must not keep res past its return.
+type Memo interface {
+	Get(root string) (*Result, bool)
+	Put(root string, res *Result)
 }
 
 // DefaultArgoNamespace is where Argo CD runs by default (argocd).
@@ -144,6 +157,11 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	}
 	if opts.Templates == nil {
 		opts.Templates = render.ExecuteTemplates
+	}
+	if opts.Memo != nil {
+		if res, ok := opts.Memo.Get(root); ok {
+			return res, nil
+		}
 	}
 	found, charts, notes, err := scanRepo(root)
 	if err != nil {
@@ -276,6 +294,9 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		// An ApplicationSet's templates stopped by the end of ctx are not the
 		// PR's doing: no result rather than a not-rendered set.
 		return nil, fmt.Errorf("discovering GitOps targets: %w", err)
+	}
+	if opts.Memo != nil && !res.Incomplete && len(res.Sets) == 0 {
+		opts.Memo.Put(root, res)
 	}
 	return res, nil
 }

@@ -51,6 +51,17 @@ type renderCache struct {
 	checkouts map[string]string
 	// spent is what the run's renders spent of its Budget (nil: no budget).
 	spent *spending
+	// unshared holds the checkout roots where a render could not be keyed
+	// by content (remote sources, inputs not told): discovery's Result
+	// there is not kept (discoveryMemo).
+	unshared map[string]bool
+}
+
+// unsharedIn reports whether a render in root could not be keyed by content.
+func (c *renderCache) unsharedIn(root string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unshared[root]
 }
 
 // maxJobOutputBytes caps the rendered manifests of one preview (all targets, base
@@ -90,6 +101,15 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 			ckey, shareable = render.ContentKey(root, path, opts)
 		}
 	}
+	if !shareable {
+		c.mu.Lock()
+		if c.unshared == nil {
+			c.unshared = map[string]bool{}
+		}
+		c.unshared[root] = true
+		c.mu.Unlock()
+	}
+	rendersAsked.Add(1)
 	var set render.ObjectSet
 	hit := false
 	if shareable {
@@ -254,6 +274,10 @@ func (c *renderCache) run(ctx context.Context, root, path string, opts render.Op
 // rendersRun counts the renders this process ran (render.Render calls,
 // discovery's among them), for tests that check what a preview renders.
 var rendersRun atomic.Int64
+
+// rendersAsked counts the renders this process was asked for that the
+// run's own memo did not answer (run, or taken from the content caches).
+var rendersAsked atomic.Int64
 
 // renderSlots bounds the renders running at once in this process (of all jobs)
 // by the CPUs: each is a render process working flat out.

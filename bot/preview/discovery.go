@@ -25,7 +25,7 @@ import (
 // with discovery's notes about the repository as a whole, for the report, the
 // keys (discover.Key) of the targets the base declares and of those the merge
 // creates. Controller discovery renders through the preview's cache.
-func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request, cache *renderCache) (*discover.Result, error) {
+func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir string, changed, urls []string, req Request, cache *renderCache, trees map[string]render.GitTree) (*discover.Result, error) {
 	opts := discover.Options{Controllers: gitops.DefaultOptions(), Changed: changed, Paths: discover.DefaultPathOptions()}
 	opts.Controllers.RepoURLs = urls
 	opts.Controllers.ClusterNames = clusterNames(req)
@@ -45,6 +45,8 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	// ApplicationSet templates run in render processes, on the preview's budget.
 	opts.Controllers.Templates = cache.spent.templates
 	opts.Controllers.TemplateLimits = req.TemplateLimits
+	// Discovery's Results are kept by checkout content (discoveryMemo).
+	opts.Controllers.Memo = newDiscoveryMemo(req, cache, opts.Controllers, trees)
 	return discover.Targets(ctx, cfg, baseDir, headDir, opts)
 }
 

@@ -95,43 +95,62 @@ const maxDiskEntryBytes = maxJobOutputBytes * 2
 // removed: a miss.
 func (d *DiskCache) get(ckey string) (render.ObjectSet, []byte, bool) {
 	key := d.key(ckey)
-	p, ok := d.store.Lookup(key)
+	body, ok := d.body(key, diskCacheMagic)
 	if !ok {
-		d.misses.Add(1)
 		return render.ObjectSet{}, nil, false
 	}
-	set, body, err := readEntry(p)
+	set, err := render.DecodeSet(body)
 	if err != nil {
 		d.corrupt.Add(1)
+		d.hits.Add(-1)
 		d.misses.Add(1)
 		_ = d.store.Remove(key)
 		return render.ObjectSet{}, nil, false
 	}
-	d.hits.Add(1)
 	return set, body, true
 }
 
-func readEntry(p string) (render.ObjectSet, []byte, error) {
+// body returns the body of the entry under key (a store key) that starts
+// with magic and the body's sha256. A corrupt entry is removed: a miss.
+func (d *DiskCache) body(key, magic string) ([]byte, bool) {
+	p, ok := d.store.Lookup(key)
+	if !ok {
+		d.misses.Add(1)
+		return nil, false
+	}
+	body, err := readBody(p, magic)
+	if err != nil {
+		d.corrupt.Add(1)
+		d.misses.Add(1)
+		_ = d.store.Remove(key)
+		return nil, false
+	}
+	d.hits.Add(1)
+	return body, true
+}
+
+// readBody reads an entry: magic, the sha256 of the body in hex, a newline,
+// the body.
+func readBody(p, magic string) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return render.ObjectSet{}, nil, err
+		return nil, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxDiskEntryBytes+1))
 	if err != nil {
-		return render.ObjectSet{}, nil, err
+		return nil, err
 	}
 	head, body, ok := bytes.Cut(data, []byte("\n"))
-	sum, found := bytes.CutPrefix(head, []byte(diskCacheMagic))
+	sum, found := bytes.CutPrefix(head, []byte(magic))
 	if !ok || !found || len(data) > maxDiskEntryBytes {
-		return render.ObjectSet{}, nil, fmt.Errorf("%s: not a render cache entry", p)
+		return nil, fmt.Errorf("%s: not a cache entry", p)
 	}
 	h := sha256.Sum256(body)
 	if string(sum) != hex.EncodeToString(h[:]) {
-		return render.ObjectSet{}, nil, fmt.Errorf("%s: checksum mismatch", p)
+		return nil, fmt.Errorf("%s: checksum mismatch", p)
 	}
-	set, err := render.DecodeSet(body)
-	return set, body, err
+	return body, nil
 }
 
 // keep puts body (a render.EncodeSet encoding) under ckey unless an entry is
@@ -145,9 +164,14 @@ func (d *DiskCache) keep(ckey string, body []byte) {
 // put keeps body (a render.EncodeSet encoding, encodeSet) under ckey; a
 // failure to write only costs a render later.
 func (d *DiskCache) put(ckey string, body []byte) {
+	d.putBody(d.key(ckey), diskCacheMagic, body)
+}
+
+// putBody keeps body under key (a store key), after magic and its sha256.
+func (d *DiskCache) putBody(key, magic string, body []byte) {
 	h := sha256.Sum256(body)
-	err := d.store.Put(d.key(ckey), func(w io.Writer) error {
-		if _, err := fmt.Fprintf(w, "%s%s\n", diskCacheMagic, hex.EncodeToString(h[:])); err != nil {
+	err := d.store.Put(key, func(w io.Writer) error {
+		if _, err := fmt.Fprintf(w, "%s%s\n", magic, hex.EncodeToString(h[:])); err != nil {
 			return err
 		}
 		_, err := w.Write(body)

@@ -1449,6 +1449,15 @@ var gitopsCases = []gitopsCase{
 		mustNot: []string{"live-drift", "field-conflict"},
 		check:   wantNoOp,
 	},
+	{
+		// A home-lab layout (issue 25): the HelmRelease lounge's values
+		// change; its chart's ConfigMap with it. Which targets a PR of each
+		// shape touches is TestOwnership's.
+		name: "100-flux-apps-directory-one-app",
+		check: func(t *testing.T, rep *diffing.Report, js []byte) {
+			wantChange(t, rep, "lounge", "ConfigMap/g100/lounge-limits", diffing.ActionModified, diffing.ActionCreated)
+		},
+	},
 }
 
 // ignoreReplicas is the ignoreDifferences of 04-argo-ignore-differences.

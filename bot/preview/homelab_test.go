@@ -70,7 +70,7 @@ func TestHomeLabComment(t *testing.T) {
 	for _, want := range []string{
 		"+            memory: 768Mi",
 		"- **80 Flux HelmReleases not rendered**",
-		"- **119 targets not changed by this PR**",
+		"- **119 targets not affected by this PR**",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the first page does not hold %q:\n%s", want, md)

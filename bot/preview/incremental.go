@@ -85,11 +85,13 @@ func notAffectedBy(targets []config.Target, base, head *render.InputFinder, chan
 	}
 	// A controller object that another target renders (an app-of-apps chart, a
 	// kustomization that patches Flux Kustomizations) changes when that target's
-	// render may: its file is then read by, or lies under, that target.
+	// render may: its file is then read by, or lies under, that target. Not
+	// when discovery, which rendered both sides, found it declared alike at
+	// base and head (SameAtHead).
 	for again := true; again; {
 		again = false
 		for i, t := range targets {
-			if touched[i] || t.Controller == nil || t.Controller.Source == "" {
+			if touched[i] || t.Controller == nil || t.Controller.Source == "" || t.SameAtHead {
 				continue
 			}
 			for j, p := range targets {

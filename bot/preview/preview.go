@@ -230,7 +230,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		cache.disk = req.RenderCache
 		defer req.RenderCache.Trim()
 	}
-	found, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req, cache)
+	found, err := resolveTargets(ctx, cfg, baseDir, headDir, changed, urls, req, cache, map[string]render.GitTree{baseDir: co.baseTree.entries, headDir: co.headTree.entries})
 	if err != nil {
 		return nil, err
 	}
