@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -101,8 +100,7 @@ type prState struct {
 	repo  string
 	objs  map[objID]*diffing.LiveObject
 	srcs  map[objID]*source
-	timer *time.Timer
-	gen   int // bumped by Forget and Watch, so a stale timer does nothing
+	timer *time.Timer // the pending callback; a Watch in between keeps it
 }
 
 // Watcher watches the live objects of open pull requests' previews. It is safe
@@ -205,7 +203,7 @@ func (w *Watcher) Watch(pr, repo string, objs []diffing.LiveObject) {
 	old := w.prs[pr]
 	st := &prState{repo: repo, objs: map[objID]*diffing.LiveObject{}, srcs: map[objID]*source{}}
 	if old != nil {
-		st.timer, st.gen = old.timer, old.gen+1
+		st.timer = old.timer // the change that started it still holds
 	}
 	for _, p := range keep {
 		id := idOf(p.o)
@@ -318,20 +316,18 @@ func (w *Watcher) changed(pr string, st *prState) {
 	if st.timer != nil || w.stopped {
 		return
 	}
-	gen := st.gen
-	st.timer = time.AfterFunc(w.opts.Debounce, func() { w.due(pr, gen, false) })
+	st.timer = time.AfterFunc(w.opts.Debounce, func() { w.due(pr, false) })
 }
 
 // due runs when pr's window closed: it takes a token of the repository's rate
 // limit (waiting for one when none is left) and calls back.
-func (w *Watcher) due(pr string, gen int, reserved bool) {
+func (w *Watcher) due(pr string, reserved bool) {
 	w.mu.Lock()
 	st := w.prs[pr]
 	if st == nil || w.stopped {
 		w.mu.Unlock()
 		return
 	}
-	_ = gen // a Watch in between keeps the pending run: the change still holds
 	if !reserved {
 		lim := w.limiters[st.repo]
 		if lim == nil {
@@ -340,7 +336,7 @@ func (w *Watcher) due(pr string, gen int, reserved bool) {
 		}
 		if d := lim.Reserve().Delay(); d > 0 {
 			w.stats.Limited++
-			st.timer = time.AfterFunc(d, func() { w.due(pr, gen, true) })
+			st.timer = time.AfterFunc(d, func() { w.due(pr, true) })
 			w.mu.Unlock()
 			return
 		}
@@ -388,7 +384,5 @@ func (w *Watcher) sourceFor(o *diffing.LiveObject) (sourceKey, error) {
 	return key, nil
 }
 
-// ctx is the context of the sources' API calls.
+// client is the dynamic client of cluster.
 func (w *Watcher) client(cluster string) dynamic.Interface { return w.clients[cluster].Dynamic }
-
-var _ = context.Background
