@@ -25,6 +25,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/jobs"
 	"github.com/driftpreview/driftpreview/bot/preview"
 	"github.com/driftpreview/driftpreview/bot/server"
+	"github.com/driftpreview/driftpreview/bot/watch"
 	"github.com/driftpreview/driftpreview/fixtures/bench"
 	"github.com/driftpreview/driftpreview/fixtures/cluster/testcluster"
 	"github.com/driftpreview/driftpreview/fixtures/gitfixture"
@@ -139,6 +140,8 @@ func TestWatchBench(t *testing.T) {
 		o.Jobs.Clusters = map[string]preview.Cluster{"prod": prod}
 		o.Jobs.DefaultCluster = &prod
 		o.Queue.MaxAttempts = 1
+		// serve's watch as configured by default (bot/watch: debounce, per-repository rate limit).
+		o.Watch = server.WatchOptions{Enabled: true}
 	})
 
 	previewStart := time.Now()
@@ -198,6 +201,7 @@ func TestWatchBench(t *testing.T) {
 	b.WriteString("| what | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| open pull requests (one GitHub repository, one cluster) | %d, over %d kustomize overlays of fixtures/bench T=%d |\n", prs, min(prs, len(overlays)), scale)
 	fmt.Fprintf(&b, "| objects in the cluster | %d |\n", objects)
+	fmt.Fprintf(&b, "| serve's watch | on, defaults: debounce %s, %g re-previews per repository per minute (burst %d) |\n", watch.DefaultDebounce, float64(watch.DefaultRepoPerMin), watch.DefaultRepoBurst)
 	fmt.Fprintf(&b, "| time to preview every pull request (webhook to comment, %s) | %s |\n", "1 worker process", secs(previewTook))
 	fmt.Fprintf(&b, "| API requests to the cluster per minute at rest (over %s) | %.1f (of which watches %.1f) |\n", rest, perMin(calls), perMin(watches))
 	fmt.Fprintf(&b, "| resident set of the process at rest (serve + fakes + harness, after a GC) | %d MiB (%d MiB before serve started: +%d MiB) |\n", rss>>20, rssBefore>>20, (rss-rssBefore)>>20)
