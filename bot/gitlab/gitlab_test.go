@@ -132,8 +132,8 @@ func TestParseWebhook(t *testing.T) {
 				return strings.Replace(s, `"noteable_type": "MergeRequest"`, `"noteable_type": "Issue"`, 1)
 			},
 			want: bot.Event{Kind: bot.EventIgnore, Actor: "grace", Reason: "note on a Issue, not a merge request"}},
-		{file: "merge_request.open.json", event: "Push Hook",
-			want: bot.Event{Kind: bot.EventIgnore, Reason: `event "Push Hook" is not handled`}},
+		{file: "merge_request.open.json", event: "Pipeline Hook",
+			want: bot.Event{Kind: bot.EventIgnore, Reason: `event "Pipeline Hook" is not handled`}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.file+"/"+strconv.Itoa(i), func(t *testing.T) {
