@@ -22,9 +22,9 @@ func settings(level, manager, rv string, status bool) *unstructured.Unstructured
 	now := metav1.NewTime(time.Date(2026, 12, 2, 10, 42, 0, 0, time.UTC))
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{
 		{Manager: "kustomize-controller", Operation: metav1.ManagedFieldsOperationApply, Time: &now, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:MODE":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:MODE":{}}}`)},
 		{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Time: &now, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:LOG_LEVEL":{}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:LOG_LEVEL":{}}}`)},
 	})
 	return u
 }

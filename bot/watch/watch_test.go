@@ -106,7 +106,7 @@ func managed(manager string, data map[string]any) []metav1.ManagedFieldsEntry {
 	fields += `}}`
 	now := metav1.NewTime(time.Now())
 	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, Time: &now,
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}}
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}}
 }
 
 // seenBy records u as a preview of cluster prod would.
@@ -224,7 +224,7 @@ func TestStatusAndResourceVersionOnlyUpdatesAreIgnored(t *testing.T) {
 	f.quiet("pr1", 1, window)
 	took := spec.DeepCopy()
 	took.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}}})
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)}})
 	f.update(depGVR, took)
 	f.waitFired("pr1", 2)
 
