@@ -217,7 +217,7 @@ func testReadAndFindings(t *testing.T) {
 		{
 			name:      "helm release with drift detection",
 			git:       diffing.Controller{Kind: "HelmRelease", Name: "podinfo", Namespace: ns, AutoSync: true, Prune: true, SelfHeal: true},
-			wantState: &controller.State{Cluster: "prod", Exists: true, AutoSync: true, Prune: true, SelfHeal: true},
+			wantState: &controller.State{Cluster: "prod", Exists: true, AutoSync: true, Prune: true, SelfHeal: true, DriftDetection: "enabled"},
 		},
 	}
 	for _, tc := range tests {
