@@ -83,10 +83,8 @@ func (m *Mirror) Fetch(ctx context.Context, req FetchRequest) (string, error) {
 	defer unlock()
 
 	g := gitRunner{dir: repoDir, header: req.Header}
-	if _, err := os.Stat(filepath.Join(repoDir, "HEAD")); err != nil {
-		if _, err := g.run(ctx, "init", "--bare", "--quiet", repoDir); err != nil {
-			return "", fmt.Errorf("creating mirror of %s: %w", req.Repo, err)
-		}
+	if err := g.init(ctx, req.Repo); err != nil {
+		return "", err
 	}
 	missing := g.missing(ctx, req.SHAs)
 	if len(missing) == 0 {
@@ -137,6 +135,17 @@ func (m *Mirror) lock(repoDir string) (func(), error) {
 		_ = f.Close()
 		mu.Unlock()
 	}, nil
+}
+
+// init creates the bare mirror of repo when it does not exist yet.
+func (g gitRunner) init(ctx context.Context, repo string) error {
+	if _, err := os.Stat(filepath.Join(g.dir, "HEAD")); err == nil {
+		return nil
+	}
+	if _, err := g.run(ctx, "init", "--bare", "--quiet", g.dir); err != nil {
+		return fmt.Errorf("creating mirror of %s: %w", repo, err)
+	}
+	return nil
 }
 
 // gitRunner runs git with credentials in the environment only.

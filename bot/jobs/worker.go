@@ -473,11 +473,9 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, err := j.w.preview.Preview(ctx, preview.Request{
-		RepoDir: dir, Base: j.pr.BaseSHA, Head: j.pr.HeadSHA, BaseBranch: j.pr.BaseRef, RepoURLs: repoURLs(spec.URL, spec.WebURL),
-		Clusters: j.w.opts.Clusters, DefaultCluster: j.w.opts.DefaultCluster, ArgoCDCluster: j.w.opts.ArgoCDCluster, ArgoClusters: j.w.opts.ArgoClusters,
-		Remote: j.w.opts.Remote, RenderCache: j.w.opts.RenderCache, CheckoutDir: j.w.opts.CheckoutDir, Now: j.w.opts.Now(),
-	})
+	req := j.w.opts.request(dir, repoURLs(spec.URL, spec.WebURL))
+	req.Base, req.Head, req.BaseBranch = j.pr.BaseSHA, j.pr.HeadSHA, j.pr.BaseRef
+	rep, err := j.w.preview.Preview(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("previewing %s..%s: %w", short(j.pr.BaseSHA), short(j.pr.HeadSHA), err)
 	}
@@ -485,6 +483,17 @@ func (j *run) render(ctx context.Context) (*diffing.Report, error) {
 		return nil, errors.New("previewing: no report")
 	}
 	return rep, nil
+}
+
+// request is the preview request of the repository mirrored in dir, named by
+// urls, with the server's clusters, remote policy and caches; the caller sets
+// the commits.
+func (o Options) request(dir string, urls []string) preview.Request {
+	return preview.Request{
+		RepoDir: dir, RepoURLs: urls,
+		Clusters: o.Clusters, DefaultCluster: o.DefaultCluster, ArgoCDCluster: o.ArgoCDCluster, ArgoClusters: o.ArgoClusters,
+		Remote: o.Remote, RenderCache: o.RenderCache, CheckoutDir: o.CheckoutDir, Now: o.Now(),
+	}
 }
 
 // repoURLs are the URLs that name the PR's repository (its clone URL and the web

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -246,7 +247,7 @@ func migrateSQLite(ctx context.Context, db *sql.DB, driver *riversqlite.Driver, 
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("running River's migrations: %w", err)
 	}
-	for _, stmt := range sqliteSchema {
+	for _, stmt := range slices.Concat(sqliteSchema, driftSchema) {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("creating the bot's tables: %w", err)
 		}
@@ -275,7 +276,7 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool, driver *riverpgxv5
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("running River's migrations: %w", err)
 	}
-	for _, stmt := range postgresSchema {
+	for _, stmt := range slices.Concat(postgresSchema, driftSchema) {
 		if _, err := conn.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("creating the bot's tables: %w", err)
 		}

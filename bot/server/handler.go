@@ -72,7 +72,10 @@ type HandlerOptions struct {
 	// closed or merged (after its jobs were cancelled): the server stops
 	// watching its live objects. Its error fails the delivery (redelivered).
 	OnClose func(ctx context.Context, prKey string) error
-	Logger  *slog.Logger
+	// Drift queues drift report runs for pushes to default branches (the
+	// queue must be a DriftQueue); otherwise they are ignored.
+	Drift  bool
+	Logger *slog.Logger
 }
 
 // Handler serves /webhooks/{host}, /healthz, /readyz and, when configured,
@@ -318,6 +321,8 @@ func (h *Handler) enqueue(ctx context.Context, ev bot.Event, log *slog.Logger) (
 			log.Info("superseded older jobs", "cancelled", ids)
 		}
 	case bot.EventRerun:
+	case bot.EventDrift:
+		return h.enqueueDrift(ctx, ev, log)
 	default:
 		return "ignored", http.StatusOK, response{Reason: "unknown event kind " + string(ev.Kind)}, nil
 	}

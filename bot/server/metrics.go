@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,9 @@ type Metrics struct {
 	findings   *prometheus.CounterVec
 	liveDrift  *prometheus.GaugeVec
 	rechecks   prometheus.Counter
+
+	driftMu      sync.Mutex
+	driftObjects *prometheus.GaugeVec
 }
 
 // NewMetrics registers the metrics (and Go/process collectors) on a new registry.
@@ -55,8 +59,12 @@ func NewMetrics() *Metrics {
 			Name: "driftpreview_watch_rechecks_total",
 			Help: "Re-previews queued because an open pull request's live objects changed.",
 		}),
+		driftObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftpreview_drift_objects",
+			Help: "Objects of the default branch's targets with live drift git does not describe, by repository, target and cluster, from the last drift report run.",
+		}, []string{"repo", "target", "cluster"}),
 	}
-	m.reg.MustRegister(m.deliveries, m.jobs, m.duration, m.findings, m.liveDrift, m.rechecks,
+	m.reg.MustRegister(m.deliveries, m.jobs, m.duration, m.findings, m.liveDrift, m.rechecks, m.driftObjects,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -114,5 +122,17 @@ func (m *Metrics) ReportPosted(pr bot.PR, r *diffing.Report) {
 			}
 		}
 		m.liveDrift.WithLabelValues(pr.Host+"/"+pr.Repo, t.Name).Set(float64(len(drift)))
+	}
+}
+
+// DriftReported sets the drift gauge of repo ("github/acme/shop") to counts:
+// the series of repo's targets not in counts (no longer in the repository, or
+// not compared this time) are removed, so only the last run's targets show.
+func (m *Metrics) DriftReported(repo string, counts []diffing.TargetCount) {
+	m.driftMu.Lock()
+	defer m.driftMu.Unlock()
+	m.driftObjects.DeletePartialMatch(prometheus.Labels{"repo": repo})
+	for _, c := range counts {
+		m.driftObjects.WithLabelValues(repo, c.Target, c.Cluster).Set(float64(c.Objects))
 	}
 }

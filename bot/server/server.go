@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -48,6 +49,8 @@ type Options struct {
 	SweepInterval time.Duration
 	// Watch re-checks open pull requests when their live objects change.
 	Watch WatchOptions
+	// Drift turns on the drift report of the default branches.
+	Drift DriftOptions
 }
 
 // DefaultSweepInterval is how often, by default, statuses left in progress by a
@@ -114,6 +117,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	opts.Jobs.Live = s.live
 	w := jobs.NewWorker(jobHosts, opts.Previewer, jobs.NewMirror(opts.WorkDir), q, m, opts.Jobs)
 	river.AddWorker(workers, w)
+	if err := addDriftWorker(workers, opts, q, m); err != nil {
+		q.Close()
+		return nil, err
+	}
+	opts.Handler.Drift = opts.Drift.Enabled
 	opts.Handler.Logger = opts.Logger
 	opts.Handler.OnClose = s.live.closed
 	s.opts, s.worker = opts, w
@@ -171,11 +179,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Info("serving metrics", "addr", mln.Addr().String(), "bearerToken", s.opts.MetricsToken != "")
 	}
 	sweepCtx, stopSweep := context.WithCancel(ctx)
-	swept := make(chan struct{})
-	go func() {
-		defer close(swept)
-		s.sweepLoop(sweepCtx)
-	}()
+	var loops sync.WaitGroup
+	loops.Go(func() { s.sweepLoop(sweepCtx) })
 	if s.watcher != nil {
 		go func() {
 			n, err := s.live.rebuild(sweepCtx)
@@ -185,6 +190,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.log.Info("watching the live objects of open pull requests", "pullRequests", n)
 		}()
 	}
+	if s.opts.Drift.Enabled && s.opts.Drift.Interval > 0 {
+		loops.Go(func() { s.driftLoop(sweepCtx) })
+	}
 	s.log.Info("serving", "addr", ln.Addr().String(), "queue", s.Queue.Driver())
 	var serveErr error
 	select {
@@ -193,7 +201,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.log.Info("shutting down")
 	stopSweep()
-	<-swept
+	loops.Wait()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -143,6 +143,12 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{
+			name: "drift report",
+			yaml: fullConfig + "drift: {enabled: true, interval: 6h}\n",
+			env:  []string{"DRIFTPREVIEW_DRIFT_INTERVAL=2h"},
+			want: func(c *Config) { c.Drift = Drift{Enabled: true, Interval: 2 * time.Hour} },
+		},
+		{
 			name: "metrics off",
 			yaml: fullConfig + "metrics: {listen: \"off\"}\n",
 			want: func(c *Config) { c.Metrics = Metrics{Listen: "off"} },
@@ -241,6 +247,16 @@ func TestLoadErrors(t *testing.T) {
 			name: "argocd cluster without server",
 			yaml: "argocd:\n  clusters:\n    prod: {labels: {env: prod}}\n",
 			want: []string{"argocd.clusters.prod.server: required: the cluster's API server URL"},
+		},
+		{
+			name: "drift interval without drift",
+			yaml: fullConfig + "drift:\n  interval: 1h\n",
+			want: []string{"server.yaml:11: drift.interval: is set but drift.enabled is false"},
+		},
+		{
+			name: "drift interval too short",
+			yaml: fullConfig + "drift: {enabled: true, interval: 10s}\n",
+			want: []string{"drift.interval: 10s is shorter than a minute"},
 		},
 		{
 			name: "bad type",

@@ -44,6 +44,7 @@ type Raw struct {
 	Remote         remote.Policy      `yaml:"remote"`
 	Reports        RawReports         `yaml:"reports"`
 	Watch          Watch              `yaml:"watch"`
+	Drift          Drift              `yaml:"drift"`
 
 	// file and root say where each key came from, for errors with file and line;
 	// warnings are the remarks of parsing (unknown variables).

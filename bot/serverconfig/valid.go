@@ -69,6 +69,10 @@ type Config struct {
 	// Watch re-checks open pull requests when the live objects their previews
 	// compared change.
 	Watch Watch
+	// Drift is the drift report of the default branches: one issue per
+	// repository, kept after each push to the default branch and every
+	// Interval; off by default.
+	Drift Drift
 
 	// Warnings are non-fatal remarks found while loading (an unknown DRIFTPREVIEW_
 	// variable), for the caller to log.
@@ -122,6 +126,17 @@ type Reports struct {
 	MaxBytes int64
 	// Retention is how long a page is kept and its link valid (default 720h).
 	Retention time.Duration
+}
+
+// Drift configures the drift report of the default branches.
+type Drift struct {
+	// Enabled runs the drift engine after each push to a repository's default
+	// branch and keeps one issue per repository (GitHub: the App needs
+	// issues: write and the push event; GitLab: push events on the webhook).
+	Enabled bool `yaml:"enabled"`
+	// Interval, when set, also runs it every Interval for every repository
+	// pushed to since; 0 (the default) schedules nothing.
+	Interval time.Duration `yaml:"interval"`
 }
 
 // Enabled reports whether report pages are kept and linked.
@@ -388,6 +403,7 @@ func (r *Raw) ToValid() (*Config, error) {
 		Remote:       d.Remote,
 		Reports:      Reports{URL: d.Reports.URL, KeyFile: d.Reports.KeyFile, MaxBytes: d.Reports.MaxBytes, Retention: d.Reports.Retention},
 		Watch:        d.Watch,
+		Drift:        d.Drift,
 		Warnings:     r.warnings,
 	}
 	if rp := &c.Reports; rp.URL != "" || hasAny(d.Reports) {
@@ -409,6 +425,14 @@ func (r *Raw) ToValid() (*Config, error) {
 				v.add([]string{"reports", "keyFile"}, "the key is shorter than 16 bytes; use e.g. `head -c 32 /dev/urandom | base64`")
 			}
 		}
+	}
+	switch dr := c.Drift; {
+	case dr.Interval < 0:
+		v.add([]string{"drift", "interval"}, "must be positive, got %s", dr.Interval)
+	case dr.Interval > 0 && dr.Interval < time.Minute:
+		v.add([]string{"drift", "interval"}, "%s is shorter than a minute: each run renders every target and reads the clusters; use e.g. 1h", dr.Interval)
+	case dr.Interval > 0 && !dr.Enabled:
+		v.add([]string{"drift", "interval"}, "is set but drift.enabled is false: set drift.enabled: true to run drift reports")
 	}
 	if c.Webhooks.MaxBodyBytes < 0 {
 		v.add([]string{"webhooks", "maxBodyBytes"}, "must be positive, got %d", c.Webhooks.MaxBodyBytes)

@@ -174,7 +174,8 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 		}
 	})
 	log.Info("configured", "listen", cfg.Listen, "hosts", served, "queue", cfg.Queue.Driver,
-		"repos", cfg.Repos, "allowForkPRs", cfg.AllowForkPRs, "workDir", cfg.WorkDir)
+		"repos", cfg.Repos, "allowForkPRs", cfg.AllowForkPRs, "workDir", cfg.WorkDir,
+		"drift", cfg.Drift.Enabled, "driftInterval", cfg.Drift.Interval)
 	return server.Options{
 		Listen:    cfg.Listen,
 		Hosts:     hosts,
@@ -196,6 +197,7 @@ func serverOptions(cfg *serverconfig.Config, log *slog.Logger) (server.Options, 
 			Debounce: cfg.Watch.Debounce, PollInterval: cfg.Watch.PollInterval,
 			RepoPerMinute: float64(cfg.Watch.RepoPerMinute), RepoBurst: cfg.Watch.RepoBurst,
 		}},
+		Drift: server.DriftOptions{Enabled: cfg.Drift.Enabled, Interval: cfg.Drift.Interval},
 	}, nil
 }
 

@@ -195,6 +195,7 @@ func liveDrift(t *testing.T, ns string) {
 type stack struct {
 	url   string
 	queue *queue.Queue
+	srv   *server.Server
 }
 
 func startBot(t *testing.T, hosts map[string]server.Host, mod func(*server.Options)) *stack {
@@ -219,7 +220,7 @@ func startBot(t *testing.T, hosts map[string]server.Host, mod func(*server.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{url: servertest.Serve(t, s), queue: s.Queue}
+	return &stack{url: servertest.Serve(t, s), queue: s.Queue, srv: s}
 }
 
 func (s *stack) deliver(t *testing.T, host string, h http.Header, body []byte) int {
