@@ -57,14 +57,14 @@ var driftCases = []driftCase{
 	},
 }
 
-// TestDrift runs Drift on each drift scenario against the test apiserver, at
+// testDrift runs Drift on each drift scenario against the test apiserver, at
 // the repository's default branch (no --ref), and checks every drifted field
 // with its manager and outcome, the gauge's counts, and the goldens of the
 // three formats.
-func TestDrift(t *testing.T) {
-	// Once for all: the CRDs are deleted when the test ends, and one that
-	// is still terminating cannot be installed again.
-	installGitOpsCRDs(t)
+// It runs inside TestGitOpsScenarios (as its drift subtest), which installs
+// the Argo CD and Flux CRDs once: they are deleted when a test ends, and one
+// still terminating cannot be installed again by the next test.
+func testDrift(t *testing.T) {
 	t.Run("ref", testDriftRef)
 	for _, tc := range driftCases {
 		t.Run(tc.name, func(t *testing.T) {

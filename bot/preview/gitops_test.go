@@ -1430,7 +1430,7 @@ var gitopsCases = []gitopsCase{
 			}
 		},
 	},
-	// Issue 26: the drift scenarios (TestDrift) as pull requests that change
+	// Issue 26: the drift scenarios (testDrift) as pull requests that change
 	// nothing: the preview shows the same live drift, none of it the PR's.
 	{
 		name: "115-drift-argo-hand-edits-hpa",
@@ -1504,6 +1504,7 @@ func TestGitOpsScenarios(t *testing.T) {
 			t.Errorf("gitopsCases lists %s, which has no folder", c.name)
 		}
 	}
+	t.Run("drift", testDrift)
 	t.Run("argocd-hub-and-spoke", testHubAndSpoke)
 	t.Run("appset-clusters-source", testAppSetClustersSource)
 }
