@@ -1438,11 +1438,19 @@ var gitopsCases = []gitopsCase{
 			"field-conflict Deployment/g115/web /spec/replicas kube-controller-manager",
 			"live-drift ConfigMap/g115/web-settings /data/LOG_LEVEL kubectl-edit",
 			"live-drift ConfigMap/g115a/api-settings /data/MODE kubectl-edit",
+			// The operator's field is hidden from Argo CD's diff by
+			// ignoreDifferences, but a sync without RespectIgnoreDifferences
+			// applies the whole object and takes it back.
+			"field-conflict ConfigMap/g115/web-tuning /data/PROFILE tuning-operator",
 		},
 	},
 	{
 		name: "116-drift-flux-suspended-warn",
-		must: []string{"live-drift ConfigMap/g116/settings /data/LOG_LEVEL kubectl-edit"},
+		must: []string{
+			"live-drift ConfigMap/g116/settings /data/LOG_LEVEL kubectl-edit",
+			"sync-disabled Kustomization/flux-system/g116-paused",
+			"live-drift Deployment/g116h/web /spec/replicas kubectl-scale",
+		},
 	},
 	{
 		name:    "117-drift-in-sync",
@@ -1454,6 +1462,12 @@ var gitopsCases = []gitopsCase{
 		// change; its chart's ConfigMap with it. Which targets a PR of each
 		// shape touches is TestOwnership's.
 		name: "100-flux-apps-directory-one-app",
+		// The fixture's cluster has none of its Flux objects.
+		must: []string{
+			"controller-missing Kustomization/g100/g100-echo",
+			"controller-missing Kustomization/g100/g100-lounge",
+			"controller-missing HelmRelease/g100/lounge",
+		},
 		check: func(t *testing.T, rep *diffing.Report, js []byte) {
 			wantChange(t, rep, "lounge", "ConfigMap/g100/lounge-limits", diffing.ActionModified, diffing.ActionCreated)
 		},
