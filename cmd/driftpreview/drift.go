@@ -17,11 +17,11 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl := flag.NewFlagSet("drift", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var (
-		ref       = fl.String("ref", "", "ref or SHA to compare with live (default: the default branch's head: origin/HEAD, else HEAD)")
-		format    = fl.String("format", "", "`format` of the report on stdout: text, markdown or json (default: text when stdout is a terminal, else markdown)")
-		colorMode = fl.String("color", "auto", "colour the text format: auto (when stdout is a terminal and NO_COLOR is not set), always or never")
-		quiet     = fl.Bool("quiet", false, "no progress on stderr")
+		ref = fl.String("ref", "", "ref or SHA to compare with live (default: the default branch's head: origin/HEAD, else HEAD)")
 	)
+	out := addOutputFlags(fl, "`format` of the report on stdout: text, markdown or json (default: text when stdout is a terminal, else markdown)",
+		"text", "markdown", "json")
+	format, colorMode, quiet := out.format, out.color, out.quiet
 	pf := addPreviewFlags(fl)
 	fl.Usage = func() {
 		fmt.Fprint(stderr, driftUsage)
@@ -41,13 +41,9 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return usageErr(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	case allTargets:
 		return usageErr("--all-targets is a preview flag: drift always compares every target (--target to choose some)")
-	case *format != "" && *format != "text" && *format != "markdown" && *format != "json":
-		return usageErr(fmt.Sprintf("--format must be text, markdown or json, not %q", *format))
-	case *colorMode != "auto" && *colorMode != "always" && *colorMode != "never":
-		return usageErr(fmt.Sprintf("--color must be auto, always or never, not %q", *colorMode))
 	}
-	if *format == "" {
-		*format = defaultFormat(stdout)
+	if msg := out.check(stdout); msg != "" {
+		return usageErr(msg)
 	}
 	req, err := pf.request()
 	if err != nil {

@@ -28,15 +28,15 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var (
 		base       = fl.String("base", "", "base ref or SHA (required)")
 		head       = fl.String("head", "", "head ref or SHA (required)")
-		format     = fl.String("format", "", "`format` of the report on stdout: text (for a person: coloured diffs, no markup), markdown (the comment the bot posts), json, or html (one self-contained page with every target, finding and diff; default: text when stdout is a terminal, else markdown)")
-		colorMode  = fl.String("color", "auto", "colour the text format: auto (when stdout is a terminal and NO_COLOR is not set), always or never")
-		quiet      = fl.Bool("quiet", false, "no progress on stderr (by default: a line updated in place when stderr is a terminal, else a few log lines)")
 		maxChars   = fl.Int("max-chars", report.DefaultOptions().MaxChars, "markdown size budget in characters")
 		cpuProfile = fl.String("cpuprofile", "", "write a pprof CPU profile of this process (not its render children) to FILE")
 		memProfile = fl.String("memprofile", "", "write a pprof heap profile to FILE when the preview ends")
 		traceFile  = fl.String("trace", "", "write Go's execution trace of this process to FILE (go tool trace)")
 		renderProf = fl.String("render-cpuprofile", "", "write a pprof CPU profile of each render child process into the existing directory `DIR` (go tool pprof -top bin/driftpreview DIR/*.pprof merges them)")
 	)
+	out := addOutputFlags(fl, "`format` of the report on stdout: text (for a person: coloured diffs, no markup), markdown (the comment the bot posts), json, or html (one self-contained page with every target, finding and diff; default: text when stdout is a terminal, else markdown)",
+		"text", "markdown", "json", "html")
+	format, colorMode, quiet := out.format, out.color, out.quiet
 	pf := addPreviewFlags(fl)
 	fl.Usage = func() {
 		fmt.Fprint(stderr, previewUsage)
@@ -54,13 +54,9 @@ func runPreview(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageErr(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	case *base == "" || *head == "":
 		return usageErr("--base and --head are required")
-	case *format != "" && *format != "text" && *format != "markdown" && *format != "json" && *format != "html":
-		return usageErr(fmt.Sprintf("--format must be text, markdown, json or html, not %q", *format))
-	case *colorMode != "auto" && *colorMode != "always" && *colorMode != "never":
-		return usageErr(fmt.Sprintf("--color must be auto, always or never, not %q", *colorMode))
 	}
-	if *format == "" {
-		*format = defaultFormat(stdout)
+	if msg := out.check(stdout); msg != "" {
+		return usageErr(msg)
 	}
 	req, err := pf.request()
 	if err != nil {
