@@ -98,7 +98,9 @@ func Diff(in Input, opts Options) TargetReport {
 	d.computeChanges()
 	d.checkModified()
 	if d.liveOK {
-		d.seenLive()
+		if d.opts.RecordLive {
+			d.seenLive()
+		}
 		d.checkLive()
 	}
 	d.checkImmutable()

@@ -54,6 +54,10 @@ type Options struct {
 	// live, the fields applying git changes with who owns them live
 	// (Change.Drift): `driftpreview drift`. Off for previews.
 	DriftFields bool
+	// RecordLive asks Diff to record, in TargetReport.Live, every live object
+	// it compared with a hash per field (SeenLive): what serve's watch of open
+	// PRs needs. Off for the CLI, which would hash every live field for nothing.
+	RecordLive bool
 	// RemovedKind is the kind of that controller object (a ControllerKinds
 	// row): what its controller leaves in place of a cascade (RemovalKeeps).
 	RemovedKind string

@@ -493,6 +493,7 @@ func (o Options) request(dir string, urls []string) preview.Request {
 		RepoDir: dir, RepoURLs: urls,
 		Clusters: o.Clusters, DefaultCluster: o.DefaultCluster, ArgoCDCluster: o.ArgoCDCluster, ArgoClusters: o.ArgoClusters,
 		Remote: o.Remote, RenderCache: o.RenderCache, CheckoutDir: o.CheckoutDir, Now: o.Now(),
+		RecordLive: o.Live != nil,
 	}
 }
 

@@ -112,6 +112,10 @@ type Request struct {
 	// a not-rendered finding says how many.
 	MaxTargets int
 
+	// RecordLive records each target's live objects in TargetReport.Live
+	// (diffing.Options.RecordLive), for serve's watch of open PRs.
+	RecordLive bool
+
 	// drift is set by Drift: every target's live objects are compared field
 	// by field (diffing.Options.DriftFields), a suspended Flux object's too,
 	// and each target's Controller carries the live object's sync policy.
@@ -559,6 +563,7 @@ func (p *pipeline) compare(ctx context.Context, t config.Target, in diffing.Inpu
 	}
 	deleted := t.Controller != nil && t.Controller.Deleted
 	opts.DriftFields = p.req.drift
+	opts.RecordLive = p.req.RecordLive
 	if p.req.drift && !opts.Argo.RespectsIgnores() {
 		// An Application's ignoreDifferences always shape Argo CD's
 		// comparison (argo-cd docs user-guide/diffing.md): an ignored
