@@ -1,7 +1,9 @@
 package live
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -109,7 +111,7 @@ type listMemo struct {
 
 type listResult struct {
 	done  chan struct{}
-	items []*unstructured.Unstructured
+	items []listItem
 	err   error
 }
 
@@ -119,7 +121,7 @@ type listResult struct {
 // errors name the namespace.
 type wideResult struct {
 	done chan struct{}
-	byNS map[string][]*unstructured.Unstructured
+	byNS map[string][]listItem
 	err  error
 }
 
@@ -506,12 +508,16 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-// list runs one logical LIST, or takes it from the Reader's shared LISTs (a copy:
-// callers change what they read).
+// list runs one logical LIST, or takes it from the Reader's shared LISTs (its
+// items decoded for this read alone: callers change what they read).
 func (st *read) list(ctx context.Context, k listing) ([]*unstructured.Unstructured, error) {
 	memo := st.r.lists
 	if memo == nil {
-		return st.listOnce(ctx, k, 0)
+		items, err := st.listOnce(ctx, k, 0)
+		if err != nil {
+			return nil, err
+		}
+		return decodeItems(items)
 	}
 	if k.ns != "" {
 		if w, start := memo.wideFor(k.res.gvr, k.ns); w != nil {
@@ -525,7 +531,7 @@ func (st *read) list(ctx context.Context, k listing) ([]*unstructured.Unstructur
 				return nil, ctx.Err()
 			}
 			if w.err == nil {
-				return copyItems(w.byNS[k.ns]), nil
+				return decodeItems(w.byNS[k.ns])
 			}
 			// Not readable cluster-wide: this namespace on its own, below.
 		}
@@ -562,7 +568,7 @@ func (st *read) list(ctx context.Context, k listing) ([]*unstructured.Unstructur
 	if res.err != nil {
 		return nil, res.err
 	}
-	return copyItems(res.items), nil
+	return decodeItems(res.items)
 }
 
 // listWide sends the cluster-wide LIST of w and closes w.done. Any failure is
@@ -570,47 +576,99 @@ func (st *read) list(ctx context.Context, k listing) ([]*unstructured.Unstructur
 func (st *read) listWide(ctx context.Context, res resource, w *wideResult) {
 	defer close(w.done)
 	items, err := st.listOnce(ctx, listing{res: res}, wideMaxItems)
-	if err != nil {
-		w.err = err
-		return
+	if err == nil {
+		w.byNS = map[string][]listItem{}
+		for _, it := range items {
+			var ns string
+			if ns, err = it.namespace(); err != nil {
+				break
+			}
+			w.byNS[ns] = append(w.byNS[ns], it)
+		}
 	}
-	w.byNS = map[string][]*unstructured.Unstructured{}
-	for _, u := range items {
-		ns := u.GetNamespace()
-		w.byNS[ns] = append(w.byNS[ns], u)
+	if err != nil {
+		w.byNS, w.err = nil, err
 	}
 }
 
-// copyItems deep-copies shared LIST items for one read.
-func copyItems(items []*unstructured.Unstructured) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, len(items))
-	for i, u := range items {
-		out[i] = u.DeepCopy()
+// listItem is one item of a LIST as the server sent it: its JSON, which each
+// read that takes it decodes for itself (decode). The Reader's shared LISTs
+// (ShareLists) hold every item of a job's LISTs for the whole job, and an object
+// decoded into maps takes several times the memory of its JSON (managedFields
+// above all: a map per field), so they keep the JSON (issue 25).
+type listItem struct {
+	raw  []byte
+	list *listKind
+}
+
+// listKind is the kind of the LIST an item came in, for items that name none.
+type listKind struct {
+	// kind and apiVersion are the list's own ("ConfigMapList", "v1"): the
+	// dynamic client gives an item without kind and apiVersion these.
+	kind, apiVersion string
+	// gvk is the resource's, for an item still without a kind.
+	gvk schema.GroupVersionKind
+}
+
+// decode returns the object of the item, with kind and apiVersion as
+// client-go's dynamic client gives them (see listPage).
+func (it listItem) decode() (*unstructured.Unstructured, error) {
+	var m map[string]any
+	if err := utiljson.Unmarshal(it.raw, &m); err != nil {
+		return nil, fmt.Errorf("decoding the response: %w", err)
 	}
-	return out
+	u := &unstructured.Unstructured{Object: m}
+	if u.GetKind() == "" && u.GetAPIVersion() == "" {
+		u.SetKind(strings.TrimSuffix(it.list.kind, "List"))
+		u.SetAPIVersion(it.list.apiVersion)
+	}
+	if u.GetKind() == "" && it.list.gvk.Kind != "" {
+		u.SetGroupVersionKind(it.list.gvk)
+	}
+	return u, nil
+}
+
+// namespace is the item's metadata.namespace.
+func (it listItem) namespace() (string, error) {
+	var o struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := utiljson.Unmarshal(it.raw, &o); err != nil {
+		return "", fmt.Errorf("decoding the response: %w", err)
+	}
+	return o.Metadata.Namespace, nil
+}
+
+// decodeItems decodes items for one read.
+func decodeItems(items []listItem) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, len(items))
+	for i, it := range items {
+		u, err := it.decode()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = u
+	}
+	return out, nil
 }
 
 // listOnce runs one logical LIST (paged). A type that vanished since discovery (404)
 // has no objects; any other failure names the resource, namespace and cluster.
 // maxItems > 0 stops it with errWideTooLarge after that many items.
-func (st *read) listOnce(ctx context.Context, k listing, maxItems int) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
+func (st *read) listOnce(ctx context.Context, k listing, maxItems int) ([]listItem, error) {
+	var out []listItem
 	opts := metav1.ListOptions{Limit: listPageSize}
 	for {
-		items, next, err := st.listPage(ctx, k, opts)
+		items, next, err := st.listPageRaw(ctx, k, opts)
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, st.listError(k, err)
 		}
-		gvk := k.res.gvr.GroupVersion().WithKind(k.res.kind)
-		for _, u := range items {
-			if u.GetKind() == "" {
-				u.SetGroupVersionKind(gvk)
-			}
-			out = append(out, u)
-		}
+		out = append(out, items...)
 		if maxItems > 0 && len(out) > maxItems {
 			return nil, errWideTooLarge
 		}
@@ -629,12 +687,23 @@ var listParams = func() runtime.ParameterCodec {
 	return runtime.NewParameterCodec(s)
 }()
 
-// listPage sends one page of the LIST of k: the request of the dynamic client's
-// List, whose response is decoded in one pass instead of the four of
-// unstructured.UnstructuredList (kind lookup, item boundaries, the whole list
-// into a map, then each item again). Items are the objects UnstructuredList
-// gives, with the same kind and apiVersion from the list when they have none.
+// listPage sends one page of the LIST of k and decodes its items (listPageRaw).
 func (st *read) listPage(ctx context.Context, k listing, opts metav1.ListOptions) ([]*unstructured.Unstructured, string, error) {
+	items, next, err := st.listPageRaw(ctx, k, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := decodeItems(items)
+	return out, next, err
+}
+
+// listPageRaw sends one page of the LIST of k: the request of the dynamic
+// client's List, whose response is split into its items' JSON in one pass
+// instead of the four of unstructured.UnstructuredList (kind lookup, item
+// boundaries, the whole list into a map, then each item again). Decoded
+// (listItem.decode), items are the objects UnstructuredList gives, with the same
+// kind and apiVersion from the list when they have none.
+func (st *read) listPageRaw(ctx context.Context, k listing, opts metav1.ListOptions) ([]listItem, string, error) {
 	gvr := k.res.gvr
 	path := []string{"api"}
 	if gvr.Group != "" {
@@ -660,7 +729,8 @@ func (st *read) listPage(ctx context.Context, k listing, opts metav1.ListOptions
 		Metadata   struct {
 			Continue string `json:"continue"`
 		} `json:"metadata"`
-		Items []map[string]any `json:"items"`
+		// Each item's JSON, copied out of body.
+		Items []json.RawMessage `json:"items"`
 	}
 	if err := utiljson.Unmarshal(body, &l); err != nil {
 		return nil, "", fmt.Errorf("decoding the response: %w", err)
@@ -671,16 +741,22 @@ func (st *read) listPage(ctx context.Context, k listing, opts metav1.ListOptions
 			return nil, "", apierrors.FromObject(&status)
 		}
 	}
-	items := make([]*unstructured.Unstructured, len(l.Items))
-	for i, m := range l.Items {
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetKind() == "" && u.GetAPIVersion() == "" {
-			u.SetKind(strings.TrimSuffix(l.Kind, "List"))
-			u.SetAPIVersion(l.APIVersion)
+	lk := &listKind{kind: l.Kind, apiVersion: l.APIVersion, gvk: gvr.GroupVersion().WithKind(k.res.kind)}
+	items := make([]listItem, len(l.Items))
+	for i, raw := range l.Items {
+		if !isObjectOrNull(raw) {
+			return nil, "", fmt.Errorf("decoding the response: item %d is not an object", i)
 		}
-		items[i] = u
+		items[i] = listItem{raw: raw, list: lk}
 	}
 	return items, l.Metadata.Continue, nil
+}
+
+// isObjectOrNull says whether raw (valid JSON) is an object or null, the items
+// a list of objects may hold.
+func isObjectOrNull(raw []byte) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && (raw[0] == '{' || raw[0] == 'n')
 }
 
 // listError names the verb, resource, namespace and cluster of a failed LIST.
