@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/driftpreview/driftpreview/render/internal/initgc"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsjson "sigs.k8s.io/json"
 )
@@ -48,6 +49,9 @@ const childEnv = "DRIFTPREVIEW_RENDER_CHILD"
 const childGCPercent = 400
 
 func init() {
+	// The collector was off while the dependencies were initialized
+	// (initgc): on again before anything of driftpreview runs.
+	initgc.Restore()
 	if os.Getenv(childEnv) != "1" {
 		return
 	}
