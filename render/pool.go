@@ -128,6 +128,10 @@ func (p *pool) put(key poolKey, w *worker, reusable bool) {
 	})
 }
 
+// ProcessesStarted counts the render processes this process started so far
+// (for tests and benchmarks: a preview starts them only when it renders).
+func ProcessesStarted() int64 { return renderers.started.Load() }
+
 // Shutdown ends the idle render processes and waits until they have exited
 // (each ends at the end of its input); a program calls it before it exits, so
 // the processes are reaped and their CPU time and memory count as its

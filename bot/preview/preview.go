@@ -159,13 +159,6 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	asks.Go(func() { baseSHA, baseErr = r.resolve(ctx, req.Base) })
 	asks.Go(func() { headSHA, headErr = r.resolve(ctx, req.Head) })
 	asks.Go(func() { origin = r.originURL(ctx) })
-	// A render process takes about 70 ms of CPU to start (more under load):
-	// two (a target's base and head render at once) start now, with the
-	// default limits the targets' renders use, so their start overlaps the
-	// git calls and the checkouts instead of following them. Unused (no
-	// target affected, every render cached), they end with the pool
-	// (render.Shutdown, or its idle timeout).
-	asks.Go(func() { render.Prestart(render.Options{}, 2) })
 	if req.BaseBranch == "" {
 		asks.Go(func() { branch = r.branchOf(ctx, req.Base) })
 	}
