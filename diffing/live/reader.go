@@ -70,6 +70,8 @@ type Reader struct {
 // cluster. A failed LIST is not kept. Once the job has read a type in more than
 // wideAfter namespaces, the next namespace is answered by one cluster-wide LIST
 // of the type, which answers every later namespace too (see listMemo.wideFor).
+// The LISTs are kept as the JSON the server sent, which each read decodes for
+// itself (listItem): decoded, they were most of a large preview's memory.
 // Call it before the first Read.
 func (r *Reader) ShareLists() {
 	r.lists = &listMemo{
