@@ -130,6 +130,23 @@ func TestCheckoutBoth(t *testing.T) {
 	if co.baseTree.files != 3 || co.headTree.files != 30 || co.baseTree.bytes == 0 {
 		t.Errorf("trees: base %+v, head %+v; want 3 and 30 files", co.baseTree, co.headTree)
 	}
+	// The blobs of both are sized at once (they share 3): each side's bytes
+	// are its own, as sizing it alone tells.
+	for _, c := range []struct {
+		sha string
+		got tree
+	}{{small, co.baseTree}, {big, co.headTree}} {
+		alone, err := r.checkTreeSize(ctx, c.sha)
+		if err != nil || alone.bytes != c.got.bytes || alone.bytes == 0 {
+			t.Errorf("%s: %d bytes checked out with the other side, %d (%v) alone", short(c.sha), c.got.bytes, alone.bytes, err)
+		}
+	}
+	defer func(n int64) { maxCheckoutBytes = n }(maxCheckoutBytes)
+	maxCheckoutBytes = co.baseTree.bytes
+	if _, err := r.checkoutBoth(ctx, small, big, t.TempDir()); err == nil || !strings.Contains(err.Error(), "checking out "+short(big)) || !strings.Contains(err.Error(), "MiB limit per checkout") {
+		t.Errorf("head over the byte limit: got %v, want the byte limit for %s", err, short(big))
+	}
+	maxCheckoutBytes = co.headTree.bytes
 
 	defer func(n int64) { maxCheckoutFiles = n }(maxCheckoutFiles)
 	maxCheckoutFiles = 10

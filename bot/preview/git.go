@@ -70,6 +70,71 @@ func (r repo) resolve(ctx context.Context, ref string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// resolvePair resolves base and head to full commit SHAs with one git process
+// (`cat-file --batch-check`, one object name a line, each peeled to its commit
+// as resolve does) instead of one each, which also tells that dir is a
+// repository: err is openRepo's error when git cannot read it; baseErr and
+// headErr are resolve's error of each ref that does not name a commit.
+func (r repo) resolvePair(ctx context.Context, base, head string) (baseSHA, headSHA string, baseErr, headErr error, err error) {
+	refs := [2]string{base, head}
+	var shas [2]string
+	var errs [2]error
+	var in strings.Builder
+	asked := 0
+	for i, ref := range refs {
+		if ref == "" || strings.HasPrefix(ref, "-") {
+			errs[i] = fmt.Errorf("invalid git ref %q", ref)
+			continue
+		}
+		if strings.ContainsAny(ref, "\n\x00") {
+			// Not one line of the batch; no ref has either.
+			errs[i] = fmt.Errorf("resolving %q in %s: not a commit (fetch it first?)", ref, r.dir)
+			continue
+		}
+		in.WriteString(ref + "^{commit}\n")
+		asked++
+	}
+	// Run also when no ref is valid: it tells whether dir is a repository,
+	// which openRepo told first.
+	out, gerr := r.gitStdin(ctx, in.String(), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if gerr != nil {
+		return "", "", nil, nil, fmt.Errorf("opening %s: %w", r.dir, errNoRepo)
+	}
+	if asked > 0 {
+		lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		if len(lines) != asked {
+			return "", "", nil, nil, fmt.Errorf("resolving %q and %q in %s: git answered %d lines for %d refs", base, head, r.dir, len(lines), asked)
+		}
+		for i := range refs {
+			if errs[i] != nil {
+				continue
+			}
+			// "<sha> commit", or "<ref>^{commit} missing" (or ambiguous).
+			sha, typ, _ := strings.Cut(lines[0], " ")
+			lines = lines[1:]
+			if typ != "commit" || !isSHA(sha) {
+				errs[i] = fmt.Errorf("resolving %q in %s: not a commit (fetch it first?)", refs[i], r.dir)
+				continue
+			}
+			shas[i] = sha
+		}
+	}
+	return shas[0], shas[1], errs[0], errs[1], nil
+}
+
+// isSHA reports whether s is a full SHA-1 or SHA-256 object name.
+func isSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // checkouts are the two checkouts of a run: base and head under one temp
 // dir, and what git listed of their trees.
 type checkouts struct {
@@ -103,12 +168,28 @@ func (r repo) checkoutBoth(ctx context.Context, base, head, parent string) (chec
 		changed.Wait()
 		return co, err
 	}
-	wg.Go(func() { co.baseTree, errs[0] = r.checkTreeSize(ctx, base) })
-	wg.Go(func() { co.headTree, errs[1] = r.checkTreeSize(ctx, head) })
+	// Both trees are listed at once, then their blobs sized by one git
+	// process; whether git converts every text file (core.autocrlf) is read
+	// once for both meanwhile.
+	var blobs [2]map[string]int64
+	wg.Go(func() { co.baseTree, blobs[0], errs[0] = r.listTree(ctx, base) })
+	wg.Go(func() { co.headTree, blobs[1], errs[1] = r.listTree(ctx, head) })
+	var convertsAll bool
+	wg.Go(func() { convertsAll = r.convertsAll(ctx) })
 	wg.Wait()
 	for i, sha := range []string{base, head} {
 		if errs[i] != nil {
 			return fail(fmt.Errorf("checking out %s: %w", short(sha), errs[i]))
+		}
+	}
+	sizes, err := r.blobSizes(ctx, blobs[0], blobs[1])
+	if err != nil {
+		return fail(fmt.Errorf("checking out %s: %w", short(base), err))
+	}
+	for i, sha := range []string{base, head} {
+		t := [2]*tree{&co.baseTree, &co.headTree}[i]
+		if t.bytes, err = checkBytes(blobs[i], sizes); err != nil {
+			return fail(fmt.Errorf("checking out %s: %w", short(sha), err))
 		}
 	}
 	tmp, err := makeCheckoutDir(parent, co.baseTree.need()+co.headTree.need())
@@ -123,7 +204,7 @@ func (r repo) checkoutBoth(ctx context.Context, base, head, parent string) (chec
 				errs[i] = fmt.Errorf("creating work dir: %w", err)
 				return
 			}
-			if err := r.write(ctx, c[0], c[1], trees[i]); err != nil {
+			if err := r.write(ctx, c[0], c[1], trees[i], convertsAll); err != nil {
 				errs[i] = fmt.Errorf("checking out %s: %w", short(c[0]), err)
 			}
 		})
@@ -165,7 +246,7 @@ func (r repo) checkout(ctx context.Context, sha, dir string) error {
 	if _, err := r.checkTreeSize(ctx, sha); err != nil {
 		return fmt.Errorf("checking out %s: %w", short(sha), err)
 	}
-	if err := r.write(ctx, sha, dir, nil); err != nil {
+	if err := r.write(ctx, sha, dir, nil, false); err != nil {
 		return fmt.Errorf("checking out %s: %w", short(sha), err)
 	}
 	return nil
@@ -174,8 +255,9 @@ func (r repo) checkout(ctx context.Context, sha, dir string) error {
 // write writes the tree of commit sha into dir (which must exist and be empty)
 // through a throwaway index, without sizing it first. With t (the tree's
 // listing; nil for none) it leaves in t.entries only the paths written as
-// their blob's bytes (unconverted), or sets t.entries to nil.
-func (r repo) write(ctx context.Context, sha, dir string, t *tree) error {
+// their blob's bytes (unconverted), or sets t.entries to nil; convertsAll is
+// r.convertsAll, which only t needs.
+func (r repo) write(ctx context.Context, sha, dir string, t *tree, convertsAll bool) error {
 	index := filepath.Join(dir, ".driftpreview-index")
 	env := []string{"GIT_INDEX_FILE=" + index}
 	if _, err := r.git(ctx, env, "read-tree", sha); err != nil {
@@ -184,7 +266,13 @@ func (r repo) write(ctx context.Context, sha, dir string, t *tree) error {
 	var wg sync.WaitGroup
 	if t != nil && t.entries != nil {
 		// Both only read the index.
-		wg.Go(func() { t.entries = r.unconverted(ctx, env, t.entries) })
+		wg.Go(func() {
+			if convertsAll {
+				t.entries = nil
+				return
+			}
+			t.entries = r.unconverted(ctx, env, t.entries)
+		})
 	}
 	_, err := r.git(ctx, env, "--work-tree="+dir, "checkout-index", "--all", "--force")
 	wg.Wait()
@@ -200,23 +288,30 @@ func (r repo) write(ctx context.Context, sha, dir string, t *tree) error {
 // (gitattributes(5), "Effects": checking out).
 var convertAttrs = []string{"text", "eol", "crlf", "filter", "ident", "working-tree-encoding"}
 
+// convertsAll reports whether core.autocrlf has git convert every text file
+// it checks out (then no checkout is its blobs' bytes: see unconverted).
+func (r repo) convertsAll(ctx context.Context) bool {
+	out, err := r.git(ctx, nil, "config", "--get", "core.autocrlf")
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(string(out))) {
+	case "false", "no", "off", "0", "input", "":
+		return false
+	}
+	return true
+}
+
 // unconverted clears the ID of the entries git does not check out as their
 // blob's bytes, so that a render keyed by blob id (render.NewInputFinderTree)
-// is keyed by what is on disk: nil when core.autocrlf converts every text
-// file or the attributes could not be read, else the IDs of those with any
-// of convertAttrs set are cleared
+// is keyed by what is on disk: nil when the attributes could not be read
+// (write leaves out those where core.autocrlf converts every text file:
+// convertsAll), else the IDs of those with any of convertAttrs set are cleared
 // (`git check-attr --cached` reads the .gitattributes of the index env names,
 // $GIT_DIR/info/attributes and the global and system files, as the checkout
 // does). Keyed by reading instead, a cleared path costs time, never a wrong
 // render.
 func (r repo) unconverted(ctx context.Context, env []string, entries render.GitTree) render.GitTree {
-	if out, err := r.git(ctx, env, "config", "--get", "core.autocrlf"); err == nil {
-		switch strings.ToLower(strings.TrimSpace(string(out))) {
-		case "false", "no", "off", "0", "input", "":
-		default:
-			return nil
-		}
-	}
 	var in strings.Builder
 	for p := range entries {
 		in.WriteString(p + "\x00")
@@ -258,13 +353,30 @@ func (t tree) need() int64 {
 	return t.bytes + t.files*(4<<10) + t.files*256
 }
 
-// checkTreeSize lists the blobs of sha as `git ls-tree -r` streams them, failing
-// as soon as there are more than maxCheckoutFiles (so a tree listing millions of
-// paths is never read to its end), then sizes each distinct blob once with `git
-// cat-file --batch-check` and fails when the files add up to more than
-// maxCheckoutBytes. (`ls-tree -l` would look up the size of every path: a minute
-// for 60,000 paths of one loose blob.)
+// checkTreeSize lists the blobs of sha (listTree), sizes each distinct blob
+// once (blobSizes) and fails when the files add up to more than
+// maxCheckoutBytes (checkBytes).
 func (r repo) checkTreeSize(ctx context.Context, sha string) (tree, error) {
+	t, blobs, err := r.listTree(ctx, sha)
+	if err != nil {
+		return tree{}, err
+	}
+	sizes, err := r.blobSizes(ctx, blobs)
+	if err != nil {
+		return tree{}, err
+	}
+	if t.bytes, err = checkBytes(blobs, sizes); err != nil {
+		return tree{}, err
+	}
+	return t, nil
+}
+
+// listTree lists the blobs of sha as `git ls-tree -r` streams them, failing
+// as soon as there are more than maxCheckoutFiles (so a tree listing millions
+// of paths is never read to its end). It returns the tree without its bytes
+// and how many paths hold each blob. (`ls-tree -l` would look up the size of
+// every path: a minute for 60,000 paths of one loose blob.)
+func (r repo) listTree(ctx context.Context, sha string) (tree, map[string]int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", "-C", r.dir, "ls-tree", "-r", "-z", "--full-tree", sha)
@@ -273,10 +385,10 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) (tree, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return tree{}, err
+		return tree{}, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return tree{}, fmt.Errorf("git ls-tree: %w", err)
+		return tree{}, nil, fmt.Errorf("git ls-tree: %w", err)
 	}
 	var files int64
 	blobs := map[string]int64{} // object → how many paths hold it
@@ -302,30 +414,51 @@ func (r repo) checkTreeSize(ctx context.Context, sha string) (tree, error) {
 	if files > maxCheckoutFiles {
 		cancel()
 		_ = cmd.Wait()
-		return tree{}, limitError(fmt.Sprintf("the commit has more than %d files, the limit per checkout; driftpreview does not check out trees that large (look for the files the PR adds)", maxCheckoutFiles))
+		return tree{}, nil, limitError(fmt.Sprintf("the commit has more than %d files, the limit per checkout; driftpreview does not check out trees that large (look for the files the PR adds)", maxCheckoutFiles))
 	}
 	if err := cmd.Wait(); err != nil {
-		return tree{}, fmt.Errorf("git ls-tree: %s", gitMessage(stderr.String(), err))
+		return tree{}, nil, fmt.Errorf("git ls-tree: %s", gitMessage(stderr.String(), err))
 	}
+	return tree{files: files, entries: entries}, blobs, nil
+}
 
+// blobSizes sizes the blobs of each listing (listTree) with one `git cat-file
+// --batch-check`, each distinct blob once.
+func (r repo) blobSizes(ctx context.Context, listings ...map[string]int64) (map[string]int64, error) {
 	var ids strings.Builder
-	for id := range blobs {
-		ids.WriteString(id + "\n")
+	seen := map[string]bool{}
+	for _, blobs := range listings {
+		for id := range blobs {
+			if !seen[id] {
+				seen[id] = true
+				ids.WriteString(id + "\n")
+			}
+		}
 	}
-	sizes, err := r.gitStdin(ctx, ids.String(), "cat-file", "--batch-check=%(objectname) %(objectsize)")
+	out, err := r.gitStdin(ctx, ids.String(), "cat-file", "--batch-check=%(objectname) %(objectsize)")
 	if err != nil {
-		return tree{}, err
+		return nil, err
 	}
-	var total int64
-	for l := range strings.Lines(string(sizes)) {
+	sizes := make(map[string]int64, len(seen))
+	for l := range strings.Lines(string(out)) {
 		id, n, _ := strings.Cut(strings.TrimSpace(l), " ")
 		size, _ := strconv.ParseInt(n, 10, 64)
-		total += size * blobs[id]
+		sizes[id] = size
+	}
+	return sizes, nil
+}
+
+// checkBytes adds up what the paths of blobs (listTree) check out to, and
+// fails when that is more than maxCheckoutBytes.
+func checkBytes(blobs, sizes map[string]int64) (int64, error) {
+	var total int64
+	for id, paths := range blobs {
+		total += sizes[id] * paths
 	}
 	if total > maxCheckoutBytes {
-		return tree{}, limitError(fmt.Sprintf("the commit's files add up to %d MiB, over the %d MiB limit per checkout; driftpreview does not check out trees that large (look for big or repeated files the PR adds)", total>>20, maxCheckoutBytes>>20))
+		return 0, limitError(fmt.Sprintf("the commit's files add up to %d MiB, over the %d MiB limit per checkout; driftpreview does not check out trees that large (look for big or repeated files the PR adds)", total>>20, maxCheckoutBytes>>20))
 	}
-	return tree{files: files, bytes: total, entries: entries}, nil
+	return total, nil
 }
 
 // gitStdin runs a git command with stdin.

@@ -144,25 +144,26 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 		b := req.Budget.withDefaults()
 		req.Remote = req.Remote.NewRun(remote.RunLimits{MaxRequests: b.FetchRequests, MaxBytes: b.FetchBytes, MaxTime: b.FetchTime})
 	}
-	r, err := openRepo(ctx, req.RepoDir, req.GitEnv)
-	if err != nil {
-		return nil, err
-	}
+	r := repo{dir: req.RepoDir, env: req.GitEnv}
 	// The git calls of the start are independent of each other: the two
-	// commits, the base branch and the origin remote are asked at once.
+	// commits (one git process, which also tells that RepoDir is a
+	// repository), the base branch and the origin remote are asked at once.
 	var (
 		baseSHA, headSHA string
 		baseErr, headErr error
+		openErr          error
 		branch, origin   string
 		asks             sync.WaitGroup
 	)
-	asks.Go(func() { baseSHA, baseErr = r.resolve(ctx, req.Base) })
-	asks.Go(func() { headSHA, headErr = r.resolve(ctx, req.Head) })
+	asks.Go(func() { baseSHA, headSHA, baseErr, headErr, openErr = r.resolvePair(ctx, req.Base, req.Head) })
 	asks.Go(func() { origin = r.originURL(ctx) })
 	if req.BaseBranch == "" {
 		asks.Go(func() { branch = r.branchOf(ctx, req.Base) })
 	}
 	asks.Wait()
+	if openErr != nil {
+		return nil, openErr
+	}
 	if baseErr != nil {
 		return nil, fmt.Errorf("base: %w", baseErr)
 	}
