@@ -79,8 +79,9 @@ func (p *pool) get(key poolKey, fresh bool) (*worker, error) {
 // Prestart starts render processes with opts' limits (the defaults for those
 // unset) until n of that kind are idle in the pool (at most maxIdle), and
 // returns once they are started, before they are ready: a process takes about
-// 70 ms of CPU to start, which a caller overlaps with its own work (the preview
-// starts two while it checks out the PR). They serve the next renders with the
+// 20 ms of CPU to start, which a caller can overlap with its own work (the
+// preview does not: it starts them on demand, since a preview whose renders
+// are cached needs none). They serve the next renders with the
 // same limits like any idle process; unused, they end after idleTTL or at
 // Shutdown, reaped. An error starting one is not reported: the render that
 // would have used it starts its own and reports it.
