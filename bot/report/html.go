@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/driftpreview/driftpreview/diffing"
 )
@@ -38,10 +39,14 @@ func cspHash(s string) string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }
 
-var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"sevClass": func(s diffing.Severity) string { return s.String() },
-	"plural":   plural,
-}).Parse(pageTemplate))
+// pageTmpl is parsed on first use, not at every start of the program (most
+// runs write no HTML page; issue 25).
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"sevClass": func(s diffing.Severity) string { return s.String() },
+		"plural":   plural,
+	}).Parse(pageTemplate))
+})
 
 // HTML renders r as one self-contained HTML page: every target, finding and diff,
 // with no size budget, filters by target, kind, rule and action, and unified and
@@ -60,7 +65,7 @@ func HTML(r *diffing.Report) ([]byte, error) {
 	}
 	p := newHTMLPage(r)
 	var b bytes.Buffer
-	if err := pageTmpl.Execute(&b, p); err != nil {
+	if err := pageTmpl().Execute(&b, p); err != nil {
 		return nil, fmt.Errorf("rendering the HTML report: %w", err)
 	}
 	return b.Bytes(), nil
