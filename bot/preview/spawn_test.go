@@ -2,7 +2,6 @@ package preview
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,15 +35,7 @@ spec:
 `, i, budgetRepoURL, i, i)
 		}
 		files["apps/a0/cm.yaml"] = strings.Replace(files["apps/a0/cm.yaml"], unique+"-a", unique+"-"+value, 1)
-		for p, c := range files {
-			full := filepath.Join(dir, filepath.FromSlash(p))
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeTree(t, dir, files)
 		return dir
 	}
 	base, head := tree("a"), tree("b")
