@@ -157,12 +157,15 @@ func (f *InputFinder) Close() error {
 func (f *InputFinder) Find(target string, opts Options) Inputs {
 	opts = withDefaults(opts)
 	switch {
-	case opts.OCI != nil:
-		return Inputs{Unknown: opts.OCI.String() + " (outside the checkout)"}
-	case opts.Helm.Chart != nil:
+	case opts.OCI != nil, opts.Helm.Chart != nil:
+		// An OCI artifact or a chart of a Helm repository: nothing in the
+		// checkout is read, so no change in it changes the render (what the
+		// options name, the controller object, is the caller's to compare).
 		// The repository may publish a release a version range resolves to
-		// without any file of the checkout changing.
-		return Inputs{Unknown: opts.Helm.Chart.String() + " (outside the checkout)"}
+		// without any file of the checkout changing, but then base and head
+		// resolve to it alike; such a render is not shared by content
+		// (Remote).
+		return Inputs{Remote: true}
 	case f.err != nil:
 		return Inputs{Unknown: f.err.Error()}
 	}

@@ -97,18 +97,18 @@ func FromControllers(ctx context.Context, baseDir, headDir string, opts gitops.O
 	var notes []string
 	seen := map[string]bool{}
 	at := map[string]int{}
-	var atBase, atHead *gitops.Result
+	atBase, atHead, err := discoverSides(ctx, baseDir, headDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	notes = append(notes, atHead.Notes...)
+	if n := len(atBase.Pruned); n > 0 {
+		notes = append(notes, fmt.Sprintf("%s left unsearched for nested Argo CD or Flux objects: the pull request changes none of the files their renders read, so base and head declare the same objects there, and those are not listed", count(n, "target")))
+	}
 	for _, dir := range []string{baseDir, headDir} {
-		res, err := gitops.Discover(ctx, dir, opts)
-		if err != nil {
-			return nil, fmt.Errorf("discovering GitOps targets: %w", err)
-		}
-		if dir == baseDir {
-			atBase = res
-		}
+		res := atBase
 		if dir == headDir {
-			notes = append(notes, res.Notes...)
-			atHead = res
+			res = atHead
 		}
 		for _, t := range append(res.Targets, res.NotRendered...) {
 			// Targets of different clusters may share a name (Kustomization
@@ -324,3 +324,49 @@ func controllerID(t config.Target) string {
 	}
 	return id
 }
+
+// discoverSides runs gitops.Discover on both checkouts. With opts.Prune, a
+// side whose Result a previous run kept (opts.Memo) is taken whole only when
+// the other's is too: a pruned side beside a whole one would read as targets
+// the merge deletes. When the pruned search may have missed what the pull
+// request changes (gitops.NeedsFullSearch, or a changed file no target reads
+// that a render could read: mayBeRead), both sides are searched again in
+// full.
+func discoverSides(ctx context.Context, baseDir, headDir string, opts gitops.Options) (base, head *gitops.Result, err error) {
+	both := func(opts gitops.Options) (base, head *gitops.Result, err error) {
+		if base, err = gitops.Discover(ctx, baseDir, opts); err == nil {
+			head, err = gitops.Discover(ctx, headDir, opts)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("discovering GitOps targets: %w", err)
+		}
+		return base, head, nil
+	}
+	if opts.Prune == nil || opts.Inputs == nil {
+		return both(opts)
+	}
+	if m := opts.Memo; m != nil {
+		b, okb := m.Get(baseDir)
+		h, okh := m.Get(headDir)
+		if okb && okh {
+			return b, h, nil
+		}
+		opts.Memo = putOnly{m}
+	}
+	if base, head, err = both(opts); err != nil {
+		return nil, nil, err
+	}
+	if len(base.Pruned)+len(head.Pruned) == 0 {
+		return base, head, nil
+	}
+	if gitops.NeedsFullSearch(base, head) || unread(opts.Prune.Changed, opts.Inputs, baseDir, headDir, base, head) != "" {
+		opts.Prune = nil
+		return both(opts)
+	}
+	return base, head, nil
+}
+
+// putOnly is a memo that keeps Results but gives none back.
+type putOnly struct{ gitops.Memo }
+
+func (putOnly) Get(string) (*gitops.Result, bool) { return nil, false }

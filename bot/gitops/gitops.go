@@ -82,6 +82,13 @@ type Options struct {
 	// ArgoDefaultBuildOptions is the repo config's
 	// argocd.kustomizeBuildOptions; nil when unset.
 	ArgoDefaultBuildOptions *string
+	// Inputs, when set, tells what a target's render reads. A target a file
+	// declares then waits while a target that reads that file is rendered
+	// (see pruner.plan), and Prune may leave renders out.
+	Inputs Inputs
+	// Prune, with Inputs, leaves out of the search the renders the pull
+	// request cannot change (Prune). Such a Result is not kept (Memo).
+	Prune *Prune
 	// Memo, when set, keeps Results across runs: Discover returns what it
 	// holds for root instead of discovering it again, and offers it every
 	// complete Result it finds (none of whose renders failed, without
@@ -126,6 +133,13 @@ type Result struct {
 	Unsearched map[string]bool
 	// Sets are the ApplicationSets found, by SetKey, with what they generate.
 	Sets map[string]SetInfo
+	// Pruned holds the TargetKey of every target Options.Prune left
+	// unsearched: what its render declares is the same at base and head, and
+	// is not listed.
+	Pruned map[string]bool `json:",omitempty"`
+	// refs hashes what other targets take from (refDigests), when Pruned is
+	// not empty.
+	refs map[string]string
 }
 
 // The API groups discovery reads, the namespaces controllers default to, and the
@@ -168,6 +182,13 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	d := &discovery{ctx: ctx, root: root, opts: opts, repo: newRepoMatcher(opts.RepoURLs), seen: map[string]bool{}}
+	var pr *pruner
+	if opts.Inputs != nil {
+		pr = &pruner{inputs: opts.Inputs, unchanged: map[string]bool{}, pruned: map[string]bool{}}
+		if opts.Prune != nil {
+			pr.prune, pr.changed = true, opts.Prune.Changed
+		}
+	}
 	for _, m := range found {
 		if m.group() != groupArgo {
 			m.Cluster = d.pathCluster(m.File)
@@ -187,6 +208,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	// was created by hand or lives elsewhere.
 	var roots []config.Target
 	seeded := false
+	maxDepth := opts.MaxDepth
 	for depth := 0; ; depth++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("discovering GitOps targets: %w", err)
@@ -222,10 +244,21 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		if len(todo) == 0 {
 			break
 		}
-		if depth >= opts.MaxDepth {
-			res.Notes = append(res.Notes, fmt.Sprintf("stopped looking for nested GitOps objects after %d levels of rendering; targets %s were not searched", opts.MaxDepth, targetNames(todo)))
+		todo, _, later := pr.plan(todo)
+		for _, t := range later {
+			// Back in a later round's todo, unless a render's copy of its
+			// object takes its place.
+			delete(rendered, renderKey(t))
+		}
+		if len(later) > 0 {
+			// A round that only renders what declares them does not count
+			// towards the depth limit: at least one of them is rendered.
+			maxDepth++
+		}
+		if depth >= maxDepth {
+			res.Notes = append(res.Notes, fmt.Sprintf("stopped looking for nested GitOps objects after %d levels of rendering; targets %s were not searched", opts.MaxDepth, targetNames(append(todo, later...))))
 			res.Incomplete = true
-			for _, t := range todo {
+			for _, t := range append(todo, later...) {
 				res.unsearched(t)
 			}
 			break
@@ -263,7 +296,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 				roots = append(roots, t)
 			}
 		}
-		if added == 0 && seeded {
+		if added == 0 && seeded && len(later) == 0 {
 			break
 		}
 	}
@@ -286,6 +319,9 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	slices.SortStableFunc(res.Targets, func(a, c config.Target) int { return strings.Compare(a.Name, c.Name) })
 	res.Notes = append(res.Notes, b.notes...)
 	for _, m := range d.manifests {
+		if pr != nil && len(pr.pruned) > 0 {
+			break // the Kustomizations that substitute them may be the ones left unsearched
+		}
 		if !m.superseded && m.templated() && m.isController() {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s %s is named by a Flux postBuild variable and no Kustomization that substitutes it was rendered: it is previewed only through such a Kustomization", m.where(), m.Kind, m.Name))
 		}
@@ -294,6 +330,33 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		// An ApplicationSet's templates stopped by the end of ctx are not the
 		// PR's doing: no result rather than a not-rendered set.
 		return nil, fmt.Errorf("discovering GitOps targets: %w", err)
+	}
+	if pr != nil && len(pr.pruned) > 0 {
+		var pruned []config.Target
+		for _, t := range res.Targets {
+			if pr.pruned[TargetKey(t.Cluster, t.Name)] {
+				pruned = append(pruned, t)
+			}
+		}
+		drop := pr.unlisted(slices.Concat(res.Targets, res.NotRendered), pruned)
+		keep := func(ts []config.Target) []config.Target {
+			return slices.DeleteFunc(ts, func(t config.Target) bool { return drop[TargetKey(t.Cluster, t.Name)] })
+		}
+		res.Targets, res.NotRendered = keep(res.Targets), keep(res.NotRendered)
+		for _, t := range res.Targets {
+			if k := TargetKey(t.Cluster, t.Name); pr.pruned[k] {
+				if res.Pruned == nil {
+					res.Pruned = map[string]bool{}
+				}
+				res.Pruned[k] = true
+			}
+		}
+		if len(pr.pruned) > 0 {
+			res.refs = d.refDigests()
+			// What this Result lists depends on the pull request's changes,
+			// not on the checkout alone.
+			return res, nil
+		}
 	}
 	if opts.Memo != nil && !res.Incomplete && len(res.Sets) == 0 {
 		opts.Memo.Put(root, res)

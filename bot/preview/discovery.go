@@ -45,6 +45,19 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 	// ApplicationSet templates run in render processes, on the preview's budget.
 	opts.Controllers.Templates = cache.spent.templates
 	opts.Controllers.TemplateLimits = req.TemplateLimits
+	// What each target's render reads, at base and head together: a target a
+	// file declares waits for the render that declares it as the controller
+	// sees it, and, unless every target is to be compared, a render the pull
+	// request cannot change is not searched (gitops.Prune).
+	bi, hi := cache.inputs[baseDir], cache.inputs[headDir]
+	if bi != nil && hi != nil {
+		opts.Controllers.Inputs = func(t config.Target) render.Inputs {
+			return bi.Find(t.Path, t.Render).Merge(hi.Find(t.Path, t.Render))
+		}
+		if len(req.Targets) == 0 && !req.AllTargets {
+			opts.Controllers.Prune = &gitops.Prune{Changed: changed}
+		}
+	}
 	// Discovery's Results are kept by checkout content (discoveryMemo).
 	opts.Controllers.Memo = newDiscoveryMemo(req, cache, opts.Controllers, trees)
 	return discover.Targets(ctx, cfg, baseDir, headDir, opts)
