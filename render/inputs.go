@@ -157,14 +157,15 @@ func (f *InputFinder) Close() error {
 func (f *InputFinder) Find(target string, opts Options) Inputs {
 	opts = withDefaults(opts)
 	switch {
-	case opts.OCI != nil, opts.Helm.Chart != nil:
+	case opts.OCI != nil:
 		// An OCI artifact or a chart of a Helm repository: nothing in the
-		// checkout is read, so no change in it changes the render (what the
-		// options name, the controller object, is the caller's to compare).
-		// The repository may publish a release a version range resolves to
-		// without any file of the checkout changing, but then base and head
-		// resolve to it alike; such a render is not shared by content
-		// (Remote).
+		// checkout is read but the values files of a remote chart that are
+		// its files (CheckoutPrefix, Argo CD's $ref values), so no other
+		// change in it changes the render (what the options name, the
+		// controller object, is the caller's to compare). The repository
+		// may publish a release a version range resolves to without any file
+		// of the checkout changing, but then base and head resolve to it
+		// alike; such a render is not shared by content (Remote).
 		return Inputs{Remote: true}
 	case f.err != nil:
 		return Inputs{Unknown: f.err.Error()}
@@ -186,6 +187,8 @@ func (f *InputFinder) Find(target string, opts Options) Inputs {
 	w := &inputWalker{f: f, sb: sb, seen: map[string]bool{}}
 	if t, err := cleanRel(filepath.ToSlash(target)); err != nil {
 		w.in = Inputs{Unknown: err.Error()}
+	} else if opts.Helm.Chart != nil {
+		w.remoteChart(opts)
 	} else {
 		w.walkTarget(t, opts)
 	}
@@ -428,9 +431,6 @@ func (w *inputWalker) walkTarget(t string, opts Options) {
 	if renderer == RendererAuto {
 		renderer = Detect(w.f.stat, t)
 	}
-	if opts.Helm.Chart != nil {
-		renderer = RendererHelm
-	}
 	switch renderer {
 	case RendererKustomize:
 		w.kustomization(t)
@@ -443,12 +443,6 @@ func (w *inputWalker) walkTarget(t string, opts Options) {
 			w.kustomization(c)
 		}
 	case RendererHelm:
-		if opts.Helm.Chart != nil {
-			// A chart from a Helm repository; its values files are files of
-			// that chart. Nothing in the checkout is read.
-			w.in.Remote = true
-			return
-		}
 		w.chart(t)
 		for _, v := range opts.Helm.ValuesFiles {
 			v, err := cleanRel(v)
@@ -466,6 +460,26 @@ func (w *inputWalker) walkTarget(t string, opts Options) {
 		}
 	default:
 		w.unknown("renderer %q", renderer)
+	}
+}
+
+// remoteChart finds what a chart of a Helm repository reads in the
+// checkout: its values files that are files of the checkout (CheckoutPrefix).
+// Its own values files are the chart's.
+func (w *inputWalker) remoteChart(opts Options) {
+	w.in.Remote = true
+	for _, vf := range opts.Helm.ValuesFiles {
+		rel, ok := strings.CutPrefix(vf, CheckoutPrefix)
+		if !ok {
+			continue
+		}
+		v, err := cleanRel(rel)
+		if err != nil {
+			w.unknown("values file %q: %v", rel, err)
+			continue
+		}
+		w.kind(v) // a symlink makes the inputs unknown
+		w.file(v)
 	}
 }
 

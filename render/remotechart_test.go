@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,8 +80,17 @@ func TestRemoteChart(t *testing.T) {
 	if got := set2.Objects[0].Obj.Object["data"].(map[string]any)["replicas"]; got != "5" {
 		t.Errorf("replicas %v, want 5 from the checkout's values file", got)
 	}
-	if in := render.FindInputs(root, "apps/podinfo", opts); in.Unknown == "" {
-		t.Errorf("a remote chart's inputs are known: %+v", in)
+	// Nothing of the checkout is read but its values files ($ref): a change
+	// elsewhere does not change the render, one to them does, and it is not
+	// shared by content (Remote).
+	if in := render.FindInputs(root, "apps/podinfo", opts); in.Unknown != "" || !in.Remote || len(in.Files)+len(in.Dirs) != 0 {
+		t.Errorf("a remote chart's inputs: %+v, want none in the checkout, remote", in)
+	}
+	if in := render.FindInputs(root, "apps/podinfo", o); in.Unknown != "" || !in.Remote || !slices.Equal(in.Files, []string{"apps/podinfo/values.yaml"}) {
+		t.Errorf("a remote chart's inputs with a values file of the checkout: %+v, want apps/podinfo/values.yaml, remote", in)
+	}
+	if key, ok := render.ContentKey(root, "apps/podinfo", o); ok {
+		t.Errorf("a remote chart's render is shared by content (key %s)", key)
 	}
 	if len(set.Charts) != 1 || set.Charts[0].Version != "1.1.0" || set.Charts[0].Requested != "1.x" {
 		t.Errorf("charts %+v", set.Charts)
