@@ -149,8 +149,12 @@ func TestDiscoveryMatchesEquivalentConfig(t *testing.T) {
 			// The server config knows the prod cluster (by the API URL the shop
 			// Application names); live comparison stays off.
 			prod := Cluster{Name: "prod", Config: &rest.Config{Host: "https://prod.example.com"}, LiveMode: "off"}
+			// Every target is compared (AllTargets): discovery then searches
+			// every render, as a config lists every target; a pull request's
+			// preview leaves the renders it cannot change unsearched
+			// (TestOwnership).
 			req := Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{tc.url},
-				Clusters: map[string]Cluster{"prod": prod}}
+				Clusters: map[string]Cluster{"prod": prod}, AllTargets: true}
 
 			discovered, err := Run(t.Context(), req)
 			if err != nil {

@@ -18,7 +18,9 @@ const homeLabScenario = "../../fixtures/gitops-scenarios/100-flux-apps-directory
 // touches the targets whose renders read it, and the Kustomization over the
 // directory of apps reads the apps' kustomizations and ks.yaml files, not
 // every file below it (issue 25). A PR that no render reads renders nothing
-// at all, discovery included.
+// at all, discovery included, even without a render cache: discovery leaves
+// the renders the PR cannot change unsearched (gitops.Prune), and lists only
+// the targets it found without them.
 func TestOwnership(t *testing.T) {
 	base := filepath.Join(homeLabScenario, "base")
 	cases := []struct {
@@ -30,18 +32,31 @@ func TestOwnership(t *testing.T) {
 		// noRenders: once the base was previewed with a render cache on
 		// disk, nothing is rendered at all, discovery included.
 		noRenders bool
+		// coldNoRenders: nothing is rendered even the first time, without
+		// a render cache.
+		coldNoRenders bool
+		// targets are the targets listed; all four when empty.
+		targets []string
 	}{
-		{name: "readme", edits: map[string][2]string{"README.md": {"# Home lab", "# Home lab, edited"}}, noRenders: true},
+		{name: "readme", edits: map[string][2]string{"README.md": {"# Home lab", "# Home lab, edited"}}, noRenders: true, coldNoRenders: true,
+			targets: []string{"g100-apps"}},
 		{name: "one app", edits: map[string][2]string{"kubernetes/apps/g100/lounge/app/helmrelease.yaml": {"memory: 512Mi", "memory: 768Mi"}},
 			rendered: []string{"g100-lounge", "lounge"}},
 		{name: "shared component", edits: map[string][2]string{"kubernetes/components/g100-backup/snapshotpolicy.yaml": {`keepDaily: "7"`, `keepDaily: "14"`}},
 			rendered: []string{"g100-echo", "g100-lounge"}},
 		{name: "one app's ks.yaml", edits: map[string][2]string{"kubernetes/apps/g100/echo/ks.yaml": {"interval: 1h", "interval: 2h"}},
-			rendered: []string{"g100-apps", "g100-echo"}},
+			rendered: []string{"g100-apps", "g100-echo"}, targets: []string{"g100-apps", "g100-echo", "g100-lounge"}},
+		// A YAML file no kustomization names may be read by a render left
+		// unsearched (a Kustomization whose path is its directory): both
+		// sides are searched in full, and nothing changes.
 		{name: "file no kustomization names", add: map[string]string{"kubernetes/apps/g100/echo/app/notes.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n"},
 			noRenders: true},
+		// A new ConfigMap may be what a render left unsearched takes values
+		// from (gitops.NeedsFullSearch): both sides are searched in full.
 		{name: "file in the directory of apps", add: map[string]string{"kubernetes/apps/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: g100\n"},
 			rendered: []string{"g100-apps"}},
+		{name: "new resource in the directory of apps", add: map[string]string{"kubernetes/apps/extra.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: extra\n  namespace: g100\n"},
+			rendered: []string{"g100-apps"}, targets: []string{"g100-apps", "g100-echo", "g100-lounge"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,9 +69,13 @@ func TestOwnership(t *testing.T) {
 			}
 			repo := gitRepo(t, base, head)
 			req := Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{gitopsRepoURL}}
+			cold := rendersAsked.Load()
 			rep, err := Run(t.Context(), req)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if n := rendersAsked.Load() - cold; c.coldNoRenders && n != 0 {
+				t.Errorf("the first run asked for %d renders, want none: no render reads the changed files", n)
 			}
 			// With a render cache on disk, the second run takes discovery's
 			// Results from it (discoveryMemo): a PR no render reads asks
@@ -94,8 +113,12 @@ func TestOwnership(t *testing.T) {
 			if !slices.Equal(rendered, c.rendered) {
 				t.Errorf("rendered %v, want %v (targets %v)", rendered, c.rendered, all)
 			}
-			if len(all) != 4 {
-				t.Errorf("targets %v, want g100-apps, g100-echo, g100-lounge and lounge's HelmRelease", all)
+			wantTargets := c.targets
+			if wantTargets == nil {
+				wantTargets = []string{"g100-apps", "g100-echo", "g100-lounge", "lounge"}
+			}
+			if slices.Sort(all); !slices.Equal(all, wantTargets) {
+				t.Errorf("targets %v, want %v", all, wantTargets)
 			}
 		})
 	}
