@@ -78,7 +78,7 @@ func TestHomeLabComment(t *testing.T) {
 	// The 80 HelmReleases of remote charts the PR does not change are not
 	// affected: discovery leaves them unsearched (gitops.Prune), so nothing
 	// says that they could not be fetched (remote sources are off here).
-	if strings.Contains(md, "not rendered") {
+	if strings.Contains(md, "HelmReleases not rendered") {
 		t.Errorf("the first page lists targets as not rendered:\n%s", md)
 	}
 	if n := strings.Count(md, "<details><summary><b>"); n != 1 {
