@@ -34,6 +34,10 @@ type Inputs struct {
 	// symlink, a field the walker does not know): the render may depend on any
 	// file, so the target counts as touched by every change.
 	Unknown string
+	// Resources are the Files whose objects the render emits as they are
+	// (a kustomization's resources, the YAML files of a generated
+	// kustomization), as opposed to patches and generator inputs.
+	Resources []string `json:",omitempty"`
 	// Remote is true when the render also reads what Options.Remote fetches (a
 	// remote chart, unvendored chart dependencies): no change in the checkout
 	// changes that, but the same files may render differently another day, so
@@ -64,10 +68,15 @@ func (in Inputs) Touched(changed []string) (string, bool) {
 
 // Merge adds other's inputs to in (a target's inputs at base and at head).
 func (in Inputs) Merge(other Inputs) Inputs {
-	out := Inputs{Files: slices.Clone(in.Files), Dirs: slices.Clone(in.Dirs), Unknown: in.Unknown}
+	out := Inputs{Files: slices.Clone(in.Files), Dirs: slices.Clone(in.Dirs), Resources: slices.Clone(in.Resources), Unknown: in.Unknown}
 	for _, f := range other.Files {
 		if !slices.Contains(out.Files, f) {
 			out.Files = append(out.Files, f)
+		}
+	}
+	for _, f := range other.Resources {
+		if !slices.Contains(out.Resources, f) {
+			out.Resources = append(out.Resources, f)
 		}
 	}
 	for _, d := range other.Dirs {
@@ -201,7 +210,7 @@ func (f *InputFinder) Find(target string, opts Options) Inputs {
 }
 
 func (in Inputs) clone() Inputs {
-	in.Files, in.Dirs = slices.Clone(in.Files), slices.Clone(in.Dirs)
+	in.Files, in.Dirs, in.Resources = slices.Clone(in.Files), slices.Clone(in.Dirs), slices.Clone(in.Resources)
 	return in
 }
 
@@ -601,9 +610,17 @@ func (w *inputWalker) generated(dir string) {
 			return nil
 		case d.Type().IsRegular() && hasExt(p, ".yaml", ".yml"):
 			w.file(p)
+			w.resource(p)
 		}
 		return nil
 	})
+}
+
+// resource records that the render emits the objects of file p.
+func (w *inputWalker) resource(p string) {
+	if !slices.Contains(w.in.Resources, p) {
+		w.in.Resources = append(w.in.Resources, p)
+	}
 }
 
 // paths follows the path-valued strings of one kustomization field, as
@@ -657,6 +674,9 @@ func (w *inputWalker) paths(file, dir, key string, n *yaml.Node) {
 			w.dir(p)
 		default:
 			w.file(p) // a missing file is an input all the same
+			if key == "resources" || key == "bases" {
+				w.resource(p)
+			}
 		}
 	}
 }

@@ -103,7 +103,7 @@ func FromControllers(ctx context.Context, baseDir, headDir string, opts gitops.O
 	}
 	notes = append(notes, atHead.Notes...)
 	if n := len(atBase.Pruned); n > 0 {
-		notes = append(notes, fmt.Sprintf("%s left unsearched for nested Argo CD or Flux objects: the pull request changes none of the files their renders read, so base and head declare the same objects there, and those are not listed", count(n, "target")))
+		notes = append(notes, fmt.Sprintf("%s not rendered to look for nested Argo CD or Flux objects: the pull request changes none of the files they read, so they declare the same objects at base and head; those their files declare are listed as the files hold them, and any that only a render makes (a chart's, a name with a postBuild variable) are not listed", count(n, "target")))
 	}
 	for _, dir := range []string{baseDir, headDir} {
 		res := atBase

@@ -244,7 +244,10 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		if len(todo) == 0 {
 			break
 		}
-		todo, _, later := pr.plan(todo)
+		todo, pruned, later := pr.plan(todo)
+		for _, t := range pruned {
+			d.placeUnder(t, pr.inputs(t))
+		}
 		for _, t := range later {
 			// Back in a later round's todo, unless a render's copy of its
 			// object takes its place.
@@ -332,17 +335,6 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("discovering GitOps targets: %w", err)
 	}
 	if pr != nil && len(pr.pruned) > 0 {
-		var pruned []config.Target
-		for _, t := range res.Targets {
-			if pr.pruned[TargetKey(t.Cluster, t.Name)] {
-				pruned = append(pruned, t)
-			}
-		}
-		drop := pr.unlisted(slices.Concat(res.Targets, res.NotRendered), pruned)
-		keep := func(ts []config.Target) []config.Target {
-			return slices.DeleteFunc(ts, func(t config.Target) bool { return drop[TargetKey(t.Cluster, t.Name)] })
-		}
-		res.Targets, res.NotRendered = keep(res.Targets), keep(res.NotRendered)
 		for _, t := range res.Targets {
 			if k := TargetKey(t.Cluster, t.Name); pr.pruned[k] {
 				if res.Pruned == nil {

@@ -47,6 +47,10 @@ type manifest struct {
 	// substituted marks a rendered copy that took the place of a file named by
 	// Flux postBuild variables (see templated).
 	substituted bool
+	// placed marks a file outside any clusters/<name>/ directory superseded
+	// by its copies for the clusters of the unsearched renders that read it
+	// (discovery.placeUnder); another such render places it again.
+	placed bool
 }
 
 // group is the API group of the manifest.

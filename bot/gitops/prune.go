@@ -4,10 +4,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"maps"
+	"os"
+	"path"
 	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/driftpreview/driftpreview/bot/config"
+	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
 )
 
@@ -123,9 +130,9 @@ func (p *pruner) plan(todo []config.Target) (now, pruned, later []config.Target)
 }
 
 // fileDeclared says whether t's controller object is a file of the
-// repository (not a render's copy of one).
+// repository (not a render's copy of one, nor made by an ApplicationSet).
 func fileDeclared(t config.Target) bool {
-	return t.Controller != nil && t.Controller.Source != "" && t.DeclaredBy == ""
+	return t.Controller != nil && t.Controller.Source != "" && t.DeclaredBy == "" && t.Controller.Generator == ""
 }
 
 // reads says whether a render with inputs in reads the file of t's
@@ -135,30 +142,138 @@ func reads(in render.Inputs, t config.Target) bool {
 	return ok
 }
 
-// unlisted returns, of targets, those whose object a file declares that a
-// target left unsearched reads: that render would declare the object as the
-// controller sees it (namespace, patches), and neither side rendered it, so
-// the bare file is not listed as a target of its own. The pull request
-// changes none of them: a target it changes makes the render that reads its
-// file run (plan). pruned are the targets left unsearched.
-func (p *pruner) unlisted(targets, pruned []config.Target) map[string]bool {
-	ins := make([]render.Inputs, len(pruned))
-	for i, r := range pruned {
-		ins[i] = p.inputs(r)
+// placeUnder gives the objects of repository files that the unsearched
+// render of p reads the place p's render would give them, so that they are
+// listed as the targets they are: the cluster p's objects go to, and the
+// namespace the kustomizations on the way set (the outermost namespace field
+// from p's path down to the file's directory, as kustomize's namespace
+// transformer of each level overrides the inner ones), or p's own: a Flux
+// Kustomization's targetNamespace overrides every namespace
+// (kustomize-controller), an Argo CD destination namespace fills in those
+// left empty. Their objects are otherwise taken as the files hold them (not
+// patched by p): the pull request changes none of them, and none is
+// rendered.
+func (d *discovery) placeUnder(p config.Target, in render.Inputs) {
+	if in.Unknown != "" || p.Controller == nil {
+		return
 	}
-	out := map[string]bool{}
-	for _, t := range targets {
-		if !fileDeclared(t) {
+	flux := p.Controller.Kind == diffing.FluxKustomization.Kind
+	for _, m := range d.manifests {
+		if m.Parent != "" || (m.superseded && !m.placed) || m.File == p.Controller.Source {
 			continue
 		}
-		for i, r := range pruned {
-			if TargetKey(r.Cluster, r.Name) != TargetKey(t.Cluster, t.Name) && ins[i].Unknown == "" && reads(ins[i], t) {
-				out[TargetKey(t.Cluster, t.Name)] = true
-				break
+		// A file of a directory read whole (a plain directory source)
+		// is one of its resources too.
+		whole := render.Inputs{Dirs: in.Dirs}
+		if _, inDir := whole.Touched([]string{m.File}); !inDir && !slices.Contains(in.Resources, m.File) {
+			if _, read := in.Touched([]string{m.File}); read && perCluster(m, p) && !m.superseded {
+				// A patch of an object p's render emits (an overlay's
+				// values patch of a HelmRelease): that cluster's copy
+				// takes its place, as a rendered copy does (addRendered).
+				delete(d.seen, m.identity())
+				m.superseded, m.placed = true, true
 			}
+			continue // not read, or read as a patch or a generator's file
+		}
+		ns := m.Namespace
+		if k := d.kustomizeNamespace(p.Path, path.Dir(m.File)); k != "" {
+			ns = k
+		}
+		if p.Namespace != "" && (flux || ns == "") {
+			ns = p.Namespace
+		}
+		if perCluster(m, p) {
+			// A file outside clusters/<name>/ that the targets of several
+			// clusters apply: each cluster gets its own copy, as a render
+			// makes them (addRendered).
+			c := *m
+			c.Cluster, c.Namespace, c.superseded, c.placed = p.Cluster, ns, false, false
+			if id := c.identity(); !d.seen[id] {
+				d.seen[id] = true
+				d.manifests = append(d.manifests, &c)
+			}
+			if !m.superseded {
+				delete(d.seen, m.identity())
+				m.superseded, m.placed = true, true
+			}
+			continue
+		}
+		if m.superseded || ns == m.Namespace {
+			continue
+		}
+		delete(d.seen, m.identity())
+		m.Namespace = ns
+		d.seen[m.identity()] = true
+	}
+}
+
+// perCluster says whether m, a file outside any clusters/<name>/ directory,
+// gets a copy of its own for the cluster of p, a target that reads it: Flux
+// objects do (addRendered); Argo CD's are told apart by name alone.
+func perCluster(m *manifest, p config.Target) bool {
+	return m.Cluster == "" && p.Cluster != "" && m.group() != groupArgo
+}
+
+// maxKustomizationBytes bounds a kustomization file kustomizeNamespace reads.
+const maxKustomizationBytes = 1 << 20
+
+// kustomizeNamespace is the namespace the kustomizations from top (a
+// target's path) down to dir (a file's directory) set: the outermost
+// namespace field among them, as each level's namespace transformer
+// overrides the inner ones'. When dir is not below top (a resources: entry
+// that leaves the target's directory) the way there is not followed: the
+// kustomizations of dir and of its parents that have one count, then top's.
+// "" when none sets one.
+func (d *discovery) kustomizeNamespace(top, dir string) string {
+	r, err := os.OpenRoot(d.root)
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	top = path.Clean(top)
+	below := func(p string) bool { return top == "." || p == top || strings.HasPrefix(p, top+"/") }
+	var chain []string // inner first
+	for p := dir; p != top; p = path.Dir(p) {
+		ns, ok := kustomizationNamespace(r, p)
+		if !ok && !below(p) {
+			break
+		}
+		chain = append(chain, ns)
+		if p == "." {
+			break
 		}
 	}
-	return out
+	ns, _ := kustomizationNamespace(r, top)
+	chain = append(chain, ns)
+	for i := len(chain) - 1; i >= 0; i-- {
+		if chain[i] != "" {
+			return chain[i]
+		}
+	}
+	return ""
+}
+
+// kustomizationNamespace reads the namespace field of dir's kustomization
+// within the checkout (os.Root), reading no more of it than
+// maxKustomizationBytes; ok is false when dir has none.
+func kustomizationNamespace(r *os.Root, dir string) (ns string, ok bool) {
+	for _, name := range render.KustomizationNames {
+		f, err := r.Open(path.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(f, maxKustomizationBytes+1))
+		f.Close()
+		if err != nil || len(b) > maxKustomizationBytes {
+			return "", true
+		}
+		var k struct {
+			Namespace string `json:"namespace"`
+		}
+		_ = yaml.Unmarshal(b, &k)
+		return k.Namespace, true
+	}
+	return "", false
 }
 
 // refKinds are the objects one render declares and another target's object

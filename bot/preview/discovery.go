@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -54,7 +55,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		opts.Controllers.Inputs = func(t config.Target) render.Inputs {
 			return bi.Find(t.Path, t.Render).Merge(hi.Find(t.Path, t.Render))
 		}
-		if len(req.Targets) == 0 && !req.AllTargets {
+		if len(req.Targets) == 0 && !req.AllTargets && os.Getenv("DP_NOPRUNE") == "" {
 			opts.Controllers.Prune = &gitops.Prune{Changed: changed}
 		}
 	}

@@ -1,12 +1,17 @@
 package preview
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/driftpreview/driftpreview/bot/report"
+	"github.com/driftpreview/driftpreview/diffing"
 )
 
 // homeLabScenario is scenario 100: a Flux home-lab layout whose Kustomization
@@ -19,8 +24,8 @@ const homeLabScenario = "../../fixtures/gitops-scenarios/100-flux-apps-directory
 // directory of apps reads the apps' kustomizations and ks.yaml files, not
 // every file below it (issue 25). A PR that no render reads renders nothing
 // at all, discovery included, even without a render cache: discovery leaves
-// the renders the PR cannot change unsearched (gitops.Prune), and lists only
-// the targets it found without them.
+// the renders the PR cannot change unsearched (gitops.Prune), and lists the
+// targets their files declare where those renders would put them.
 func TestOwnership(t *testing.T) {
 	base := filepath.Join(homeLabScenario, "base")
 	cases := []struct {
@@ -35,17 +40,14 @@ func TestOwnership(t *testing.T) {
 		// coldNoRenders: nothing is rendered even the first time, without
 		// a render cache.
 		coldNoRenders bool
-		// targets are the targets listed; all four when empty.
-		targets []string
 	}{
-		{name: "readme", edits: map[string][2]string{"README.md": {"# Home lab", "# Home lab, edited"}}, noRenders: true, coldNoRenders: true,
-			targets: []string{"g100-apps"}},
+		{name: "readme", edits: map[string][2]string{"README.md": {"# Home lab", "# Home lab, edited"}}, noRenders: true, coldNoRenders: true},
 		{name: "one app", edits: map[string][2]string{"kubernetes/apps/g100/lounge/app/helmrelease.yaml": {"memory: 512Mi", "memory: 768Mi"}},
 			rendered: []string{"g100-lounge", "lounge"}},
 		{name: "shared component", edits: map[string][2]string{"kubernetes/components/g100-backup/snapshotpolicy.yaml": {`keepDaily: "7"`, `keepDaily: "14"`}},
 			rendered: []string{"g100-echo", "g100-lounge"}},
 		{name: "one app's ks.yaml", edits: map[string][2]string{"kubernetes/apps/g100/echo/ks.yaml": {"interval: 1h", "interval: 2h"}},
-			rendered: []string{"g100-apps", "g100-echo"}, targets: []string{"g100-apps", "g100-echo", "g100-lounge"}},
+			rendered: []string{"g100-apps", "g100-echo"}},
 		// A YAML file no kustomization names may be read by a render left
 		// unsearched (a Kustomization whose path is its directory): both
 		// sides are searched in full, and nothing changes.
@@ -56,7 +58,7 @@ func TestOwnership(t *testing.T) {
 		{name: "file in the directory of apps", add: map[string]string{"kubernetes/apps/extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: g100\n"},
 			rendered: []string{"g100-apps"}},
 		{name: "new resource in the directory of apps", add: map[string]string{"kubernetes/apps/extra.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: extra\n  namespace: g100\n"},
-			rendered: []string{"g100-apps"}, targets: []string{"g100-apps", "g100-echo", "g100-lounge"}},
+			rendered: []string{"g100-apps"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -113,12 +115,92 @@ func TestOwnership(t *testing.T) {
 			if !slices.Equal(rendered, c.rendered) {
 				t.Errorf("rendered %v, want %v (targets %v)", rendered, c.rendered, all)
 			}
-			wantTargets := c.targets
-			if wantTargets == nil {
-				wantTargets = []string{"g100-apps", "g100-echo", "g100-lounge", "lounge"}
+			if slices.Sort(all); !slices.Equal(all, []string{"g100-apps", "g100-echo", "g100-lounge", "lounge"}) {
+				t.Errorf("targets %v, want g100-apps, g100-echo, g100-lounge and lounge's HelmRelease", all)
 			}
-			if slices.Sort(all); !slices.Equal(all, wantTargets) {
-				t.Errorf("targets %v, want %v", all, wantTargets)
+		})
+	}
+}
+
+// TestPrunedDiscoveryListsAsFull previews a README-only pull request on
+// repositories of every layout, where discovery renders nothing
+// (gitops.Prune), and compares the targets it lists with those of a full
+// search (AllTargets): the same targets, of the same clusters, for the
+// same controller objects (kind, namespace, name), except those only a
+// render makes (none in these repositories but the ones named).
+func TestPrunedDiscoveryListsAsFull(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, url, readme string
+		renderMade             []string
+	}{
+		{name: "flux clusters", src: filepath.Join("..", "..", "fixtures", "repos", "flux-clusters"), url: "https://github.com/example/fleet", readme: "README.md"},
+		{name: "flux", src: filepath.Join("..", "..", "fixtures", "repos", "flux"), url: fluxFixtureURL, readme: "README.md"},
+		// redis is an Application the platform chart's templates make. A
+		// directory source there excludes README.md by name: a file of that
+		// name may be read (discover.unread), and both sides are searched
+		// in full; a new docs file no manifest names is not.
+		{name: "argocd", src: filepath.Join("..", "..", "fixtures", "repos", "argocd"), url: argoFixtureURL, readme: "docs/CHANGES.md", renderMade: []string{"redis"}},
+		{name: "home lab", src: filepath.Join(homeLabScenario, "base"), url: gitopsRepoURL, readme: "README.md"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			head := copyTree(t, tc.src, nil)
+			f := filepath.Join(head, filepath.FromSlash(tc.readme))
+			b, err := os.ReadFile(f)
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, append(b, "\nA line.\n"...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			repo := gitRepo(t, tc.src, head)
+			req := Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{tc.url}}
+			asked := rendersAsked.Load()
+			pruned, err := Run(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// An Application an ApplicationSet generates is searched all
+			// the same (its set's generators read what its inputs do not
+			// name): asked once per side, the second taken from the first.
+			generated := 0
+			for _, tr := range pruned.Targets {
+				if tr.Controller != nil && tr.Controller.Generator != "" {
+					generated++
+				}
+			}
+			if n := rendersAsked.Load() - asked; n > int64(2*generated) {
+				t.Errorf("a README-only pull request asked for %d renders, want none but the %d generated Applications'", n, generated)
+			}
+			req.AllTargets = true
+			full, err := Run(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := func(rep *diffing.Report) []string {
+				var out []string
+				for _, tr := range rep.Targets {
+					c := tr.Controller
+					if c == nil {
+						c = &diffing.Controller{}
+					}
+					out = append(out, fmt.Sprintf("%s@%s %s %s/%s skipped=%v", tr.Name, tr.Cluster, c.Kind, c.Namespace, c.Name, tr.Skipped != ""))
+				}
+				slices.Sort(out)
+				return out
+			}
+			want := slices.DeleteFunc(listed(full), func(l string) bool {
+				return slices.ContainsFunc(tc.renderMade, func(n string) bool { return strings.HasPrefix(l, n+"@") })
+			})
+			if diff := cmp.Diff(want, listed(pruned)); diff != "" {
+				t.Errorf("targets listed (-full +pruned):\n%s", diff)
+			}
+			for _, tr := range pruned.Targets {
+				if tr.NotAffected == "" && tr.Skipped == "" {
+					t.Errorf("%s@%s is compared, want not affected", tr.Name, tr.Cluster)
+				}
 			}
 		})
 	}
