@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"sort"
 	"sync"
 	"time"
@@ -55,7 +54,7 @@ func resolveTargets(ctx context.Context, cfg *config.Config, baseDir, headDir st
 		opts.Controllers.Inputs = func(t config.Target) render.Inputs {
 			return bi.Find(t.Path, t.Render).Merge(hi.Find(t.Path, t.Render))
 		}
-		if len(req.Targets) == 0 && !req.AllTargets && os.Getenv("DP_NOPRUNE") == "" {
+		if len(req.Targets) == 0 && !req.AllTargets {
 			opts.Controllers.Prune = &gitops.Prune{Changed: changed}
 		}
 	}
