@@ -4,9 +4,11 @@
 // Every driftpreview process, the CLI and each render process alike, runs the
 // package init of one big binary (client-go's schemes, Helm, kustomize,
 // jsonschema's meta-schemas, …): about 6 MB allocated, most of it kept. With
-// the default GOGC the collector runs once or twice during that, about a third
-// of a process's start-up CPU (issue 25: 25 ms → 17 ms of CPU for
-// `driftpreview version`), collecting almost nothing.
+// the default GOGC the collector runs during that, collecting almost nothing.
+// A render process (GOGC 400 once it serves, see render's childMain) then
+// starts without a collection: 24 → 20 ms of CPU per start (issue 25, median
+// of 80 interleaved). The CLI itself only defers the collection: its heap
+// passes the first goal soon after init either way.
 //
 // Its init runs early (it imports only runtime/debug, so Go's init order, by
 // import path among the packages whose imports are initialized, takes it before
