@@ -1,12 +1,14 @@
 package discover
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/bot/gitops"
@@ -334,10 +336,14 @@ func controllerID(t config.Target) string {
 // full.
 func discoverSides(ctx context.Context, baseDir, headDir string, opts gitops.Options) (base, head *gitops.Result, err error) {
 	both := func(opts gitops.Options) (base, head *gitops.Result, err error) {
-		if base, err = gitops.Discover(ctx, baseDir, opts); err == nil {
-			head, err = gitops.Discover(ctx, headDir, opts)
-		}
-		if err != nil {
+		// The two checkouts are searched at the same time; their renders
+		// are shared by content (a target alike at both renders once).
+		var herr error
+		var wg sync.WaitGroup
+		wg.Go(func() { head, herr = gitops.Discover(ctx, headDir, opts) })
+		base, err = gitops.Discover(ctx, baseDir, opts)
+		wg.Wait()
+		if err = cmp.Or(err, herr); err != nil {
 			return nil, nil, fmt.Errorf("discovering GitOps targets: %w", err)
 		}
 		return base, head, nil

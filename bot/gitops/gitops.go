@@ -182,6 +182,11 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	d := &discovery{ctx: ctx, root: root, opts: opts, repo: newRepoMatcher(opts.RepoURLs), seen: map[string]bool{}}
+	defer func() {
+		if d.checkout != nil {
+			d.checkout.Close()
+		}
+	}()
 	var pr *pruner
 	if opts.Inputs != nil {
 		pr = &pruner{inputs: opts.Inputs, unchanged: map[string]bool{}, pruned: map[string]bool{}}
@@ -411,6 +416,10 @@ type discovery struct {
 	sets map[*manifest]*setGen
 	// live holds what Options.LiveData read, once per object.
 	live map[string]liveRead
+	// checkout is the checkout opened once, and namespaces the namespace
+	// fields of its kustomizations read so far (kustomizeNamespace).
+	checkout   *os.Root
+	namespaces map[string]kustomizeNS
 }
 
 // liveRead is one Options.LiveData answer.

@@ -225,11 +225,26 @@ const maxKustomizationBytes = 1 << 20
 // kustomizations of dir and of its parents that have one count, then top's.
 // "" when none sets one.
 func (d *discovery) kustomizeNamespace(top, dir string) string {
-	r, err := os.OpenRoot(d.root)
-	if err != nil {
+	if d.namespaces == nil {
+		d.namespaces = map[string]kustomizeNS{}
+		r, err := os.OpenRoot(d.root)
+		if err != nil {
+			return ""
+		}
+		d.checkout = r // closed when Discover returns
+	}
+	r := d.checkout
+	if r == nil {
 		return ""
 	}
-	defer r.Close()
+	kustomizationNamespace := func(_ *os.Root, dir string) (string, bool) {
+		k, ok := d.namespaces[dir]
+		if !ok {
+			k.ns, k.ok = kustomizationNamespace(r, dir)
+			d.namespaces[dir] = k
+		}
+		return k.ns, k.ok
+	}
 	top = path.Clean(top)
 	below := func(p string) bool { return top == "." || p == top || strings.HasPrefix(p, top+"/") }
 	var chain []string // inner first
@@ -251,6 +266,12 @@ func (d *discovery) kustomizeNamespace(top, dir string) string {
 		}
 	}
 	return ""
+}
+
+// kustomizeNS is one directory's kustomizationNamespace.
+type kustomizeNS struct {
+	ns string
+	ok bool
 }
 
 // kustomizationNamespace reads the namespace field of dir's kustomization
