@@ -105,7 +105,7 @@ func FromControllers(ctx context.Context, baseDir, headDir string, opts gitops.O
 	}
 	notes = append(notes, atHead.Notes...)
 	if n := len(atBase.Pruned); n > 0 {
-		notes = append(notes, fmt.Sprintf("%s not rendered to look for nested Argo CD or Flux objects: the pull request changes none of the files they read, so they declare the same objects at base and head; those their files declare are listed as the files hold them, and any that only a render makes (a chart's, a name with a postBuild variable) are not listed", count(n, "target")))
+		notes = append(notes, fmt.Sprintf("%s the pull request does not change %s not rendered to look for nested Argo CD or Flux objects (they declare the same ones at base and head)", count(n, "target"), pick(n, "was", "were")))
 	}
 	for _, dir := range []string{baseDir, headDir} {
 		res := atBase
@@ -376,3 +376,11 @@ func discoverSides(ctx context.Context, baseDir, headDir string, opts gitops.Opt
 type putOnly struct{ gitops.Memo }
 
 func (putOnly) Get(string) (*gitops.Result, bool) { return nil, false }
+
+// pick is one when n is 1, else many.
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
