@@ -181,7 +181,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &discovery{ctx: ctx, root: root, opts: opts, repo: newRepoMatcher(opts.RepoURLs), seen: map[string]bool{}}
+	d := &discovery{ctx: ctx, root: root, opts: opts, repo: newRepoMatcher(opts.RepoURLs), seen: map[string]bool{}, charts: charts}
 	defer func() {
 		if d.checkout != nil {
 			d.checkout.Close()
@@ -189,7 +189,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	}()
 	var pr *pruner
 	if opts.Inputs != nil {
-		pr = &pruner{inputs: opts.Inputs, unchanged: map[string]bool{}, pruned: map[string]bool{}}
+		pr = &pruner{inputs: opts.Inputs, unchanged: map[string]bool{}, pruned: map[string]bool{}, opaque: d.opaque}
 		if opts.Prune != nil {
 			pr.prune, pr.changed = true, opts.Prune.Changed
 		}
@@ -327,9 +327,6 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	slices.SortStableFunc(res.Targets, func(a, c config.Target) int { return strings.Compare(a.Name, c.Name) })
 	res.Notes = append(res.Notes, b.notes...)
 	for _, m := range d.manifests {
-		if pr != nil && len(pr.pruned) > 0 {
-			break // the Kustomizations that substitute them may be the ones left unsearched
-		}
 		if !m.superseded && m.templated() && m.isController() {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s %s is named by a Flux postBuild variable and no Kustomization that substitutes it was rendered: it is previewed only through such a Kustomization", m.where(), m.Kind, m.Name))
 		}
@@ -418,8 +415,12 @@ type discovery struct {
 	live map[string]liveRead
 	// checkout is the checkout opened once, and namespaces the namespace
 	// fields of its kustomizations read so far (kustomizeNamespace).
-	checkout   *os.Root
-	namespaces map[string]kustomizeNS
+	checkout       *os.Root
+	checkoutFailed bool
+	namespaces     map[string]kustomizeNS
+	// charts are the charts of the checkout whose templates name Argo CD or
+	// Flux objects (scanRepo).
+	charts []string
 }
 
 // liveRead is one Options.LiveData answer.

@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -58,6 +60,10 @@ type pruner struct {
 	unchanged map[string]bool
 	// pruned holds the TargetKey of the targets left unsearched.
 	pruned map[string]bool
+	// opaque says whether a render of t may declare controller objects
+	// other than the files it reads as they are (discovery.opaque): such a
+	// render is searched even when it is unchanged.
+	opaque func(t config.Target, in render.Inputs) bool
 }
 
 // isUnchanged judges t (Prune).
@@ -119,7 +125,7 @@ func (p *pruner) plan(todo []config.Target) (now, pruned, later []config.Target)
 		switch {
 		case waits[i] && !supplies[i]:
 			later = append(later, t)
-		case unchanged[i] && !supplies[i]:
+		case unchanged[i] && !supplies[i] && (p.opaque == nil || !p.opaque(t, ins[i])):
 			pruned = append(pruned, t)
 			p.pruned[TargetKey(t.Cluster, t.Name)] = true
 		default:
@@ -214,6 +220,16 @@ func perCluster(m *manifest, p config.Target) bool {
 	return m.Cluster == "" && p.Cluster != "" && m.group() != groupArgo
 }
 
+// openCheckout opens the checkout once per discovery (closed when Discover
+// returns); nil when it cannot be opened.
+func (d *discovery) openCheckout() *os.Root {
+	if d.checkout == nil && !d.checkoutFailed {
+		r, err := os.OpenRoot(d.root)
+		d.checkout, d.checkoutFailed = r, err != nil
+	}
+	return d.checkout
+}
+
 // maxKustomizationBytes bounds a kustomization file kustomizeNamespace reads.
 const maxKustomizationBytes = 1 << 20
 
@@ -227,13 +243,8 @@ const maxKustomizationBytes = 1 << 20
 func (d *discovery) kustomizeNamespace(top, dir string) string {
 	if d.namespaces == nil {
 		d.namespaces = map[string]kustomizeNS{}
-		r, err := os.OpenRoot(d.root)
-		if err != nil {
-			return ""
-		}
-		d.checkout = r // closed when Discover returns
 	}
-	r := d.checkout
+	r := d.openCheckout()
 	if r == nil {
 		return ""
 	}
@@ -295,6 +306,184 @@ func kustomizationNamespace(r *os.Root, dir string) (ns string, ok bool) {
 		return k.Namespace, true
 	}
 	return "", false
+}
+
+// opaque says whether the render of t, reading in, may declare controller
+// objects that the files it reads do not hold as they are, so that leaving
+// it unsearched could hide a target (one that reads a file the pull request
+// changes) or list one with other inputs than it has:
+//   - a chart whose templates name Argo CD or Flux objects (an app-of-apps
+//     chart), or an Argo CD Application of a remote chart (argocd-apps
+//     makes Applications from values), or kustomize inflating a remote
+//     chart;
+//   - a file it reads whose controller object has a postBuild variable
+//     (${...}): its name, path or source is the substitution's;
+//   - when the files it reads declare controller objects: name prefixes or
+//     suffixes, replacements, and patches of controller or source objects
+//     that set what a target reads (path, sourceRef, components, chart,
+//     chartRef, valuesFiles, Argo CD sources, or any JSON 6902 patch), in
+//     t's options (a Flux Kustomization's spec) or in the kustomizations it
+//     reads.
+//
+// A HelmRelease of a chart from a Helm repository or OCI registry is taken
+// to declare no controller objects of its own.
+func (d *discovery) opaque(t config.Target, in render.Inputs) bool {
+	for _, c := range d.charts {
+		if _, ok := in.Touched([]string{path.Join(c, "Chart.yaml")}); ok {
+			return true
+		}
+	}
+	if in.Remote && (t.Render.Renderer == render.RendererKustomize || (t.Controller != nil && t.Controller.Kind == diffing.ArgoCDApplication.Kind)) {
+		return true
+	}
+	declares := false
+	for _, m := range d.manifests {
+		if m.Parent != "" || !m.isController() {
+			continue
+		}
+		if _, ok := in.Touched([]string{m.File}); ok {
+			if m.templated() || hasVariable(m.Obj) {
+				return true
+			}
+			declares = true
+		}
+	}
+	if !declares {
+		// What renames or patches its objects touches no controller.
+		return false
+	}
+	k := t.Render.Kustomize
+	if k.NamePrefix != "" || k.NameSuffix != "" {
+		return true
+	}
+	for _, pt := range k.Patches {
+		if patchSetsInputs(pt, "") {
+			return true
+		}
+	}
+	for _, f := range in.Files {
+		if slices.Contains(render.KustomizationNames, path.Base(f)) && d.kustomizationRewrites(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasVariable says whether a controller object holds a Flux postBuild
+// variable anywhere.
+func hasVariable(obj map[string]any) bool {
+	b, err := json.Marshal(obj)
+	return err != nil || strings.Contains(string(b), "${")
+}
+
+// controllerKinds are the kinds whose patches may change what a target
+// reads.
+var controllerKinds = []string{"Kustomization", "HelmRelease", "Application", "ApplicationSet", "GitRepository", "OCIRepository", "HelmRepository", "HelmChart", "Bucket", "ExternalArtifact", "ArtifactGenerator"}
+
+// inputKeys match the fields of controller and source objects that say what
+// a target reads.
+var inputKeys = regexp.MustCompile(`(?m)(^|[\s{,"'])(path|sourceRef|components|chart|chartRef|valuesFiles|valueFiles|repoURL|targetRevision|source|sources|url|ref|layerSelector)["']?\s*:`)
+
+// patchSetsInputs says whether a patch (a Flux or kustomize patch entry as
+// YAML, or a patch file's content with fileKind "file") may set what a
+// controller target reads: it targets a controller or source kind, or names
+// none and its text does, and it sets an input field (inputKeys); a JSON
+// 6902 patch of such a kind always counts.
+func patchSetsInputs(entry, fileKind string) bool {
+	var pt struct {
+		Patch  string `json:"patch"`
+		Path   string `json:"path"`
+		Target *struct {
+			Kind string `json:"kind"`
+		} `json:"target"`
+	}
+	text := entry
+	kind := ""
+	if fileKind == "" {
+		if err := yaml.Unmarshal([]byte(entry), &pt); err != nil {
+			return true
+		}
+		text = pt.Patch
+		if pt.Target != nil {
+			kind = pt.Target.Kind
+		}
+	}
+	if kind != "" && !slices.Contains(controllerKinds, kind) {
+		return false
+	}
+	if kind == "" && !slices.ContainsFunc(controllerKinds, func(k string) bool { return strings.Contains(text, "kind: "+k) || strings.Contains(text, `"kind":"`+k) }) {
+		return false
+	}
+	if strings.Contains(text, "op:") || strings.Contains(text, `"op"`) {
+		return true // JSON 6902
+	}
+	return inputKeys.MatchString(text)
+}
+
+// kustomizationRewrites says whether the kustomization file f renames what
+// it builds (namePrefix, nameSuffix), rewrites it (replacements), or patches
+// a controller or source object's inputs (patchSetsInputs, with patch files
+// read within the checkout).
+func (d *discovery) kustomizationRewrites(f string) bool {
+	r := d.openCheckout()
+	if r == nil {
+		return true
+	}
+	read := func(p string) ([]byte, bool) {
+		fh, err := r.Open(p)
+		if err != nil {
+			return nil, false
+		}
+		defer fh.Close()
+		b, err := io.ReadAll(io.LimitReader(fh, maxKustomizationBytes+1))
+		return b, err == nil && len(b) <= maxKustomizationBytes
+	}
+	b, ok := read(f)
+	if !ok {
+		return b != nil
+	}
+	var k map[string]any
+	if yaml.Unmarshal(b, &k) != nil {
+		return false // kustomize fails on it, at base and head alike
+	}
+	for _, key := range []string{"namePrefix", "nameSuffix", "replacements"} {
+		if v, ok := k[key]; ok && v != nil && v != "" {
+			return true
+		}
+	}
+	dir := path.Dir(f)
+	for _, key := range []string{"patches", "patchesStrategicMerge", "patchesJson6902"} {
+		list, _ := k[key].([]any)
+		for _, e := range list {
+			switch e := e.(type) {
+			case string: // a patchesStrategicMerge file or inline patch
+				if c, ok := read(path.Join(dir, e)); ok {
+					e = string(c)
+				}
+				if patchSetsInputs(e, "file") {
+					return true
+				}
+			case map[string]any:
+				if key == "patchesJson6902" {
+					if t, _ := e["target"].(map[string]any); t == nil || slices.Contains(controllerKinds, fmt.Sprint(t["kind"])) {
+						return true
+					}
+					continue
+				}
+				if p, _ := e["path"].(string); p != "" {
+					if c, ok := read(path.Join(dir, p)); ok {
+						e = maps.Clone(e)
+						e["patch"] = string(c)
+					}
+				}
+				y, err := yaml.Marshal(e)
+				if err != nil || patchSetsInputs(string(y), "") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // refKinds are the objects one render declares and another target's object
