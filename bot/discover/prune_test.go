@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/driftpreview/driftpreview/bot/config"
@@ -143,4 +144,67 @@ spec:
     kind: GitRepository
     name: flux-system
 ` + extra
+}
+
+// pairMemo is a gitops.PairMemo in memory.
+type pairMemo struct{ pairs map[string][2]*gitops.Result }
+
+func (m *pairMemo) Get(string) (*gitops.Result, bool) { return nil, false }
+func (m *pairMemo) Put(string, *gitops.Result)        {}
+func (m *pairMemo) GetPair(b, h string) (*gitops.Result, *gitops.Result, bool) {
+	p, ok := m.pairs[b+"|"+h]
+	return p[0], p[1], ok
+}
+func (m *pairMemo) PutPair(b, h string, rb, rh *gitops.Result) {
+	m.pairs[b+"|"+h] = [2]*gitops.Result{rb, rh}
+}
+
+// TestPrunedPairKept: the pruned Results of a pair of checkouts are kept
+// (gitops.PairMemo) and the same pair searched again renders nothing.
+func TestPrunedPairKept(t *testing.T) {
+	files := map[string]string{
+		"argocd/root.yaml":             app("root", "charts/apps"),
+		"argocd/guestbook-dev.yaml":    app("guestbook-dev", "guestbook/dev"),
+		"charts/apps/Chart.yaml":       "apiVersion: v2\nname: apps\nversion: 0.1.0\n",
+		"charts/apps/templates/a.yaml": app("guestbook-prod", "guestbook/prod"),
+		"guestbook/dev/sa.yaml":        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: dev\n",
+		"guestbook/prod/sa.yaml":       "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: prod\n",
+		"README.md":                    "# fleet\n",
+	}
+	baseDir, headDir := writeRepo(t, files), writeRepo(t, files)
+	if err := os.WriteFile(filepath.Join(headDir, "README.md"), []byte("# fleet, edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bi, hi := render.NewInputFinder(baseDir), render.NewInputFinder(headDir)
+	defer bi.Close()
+	defer hi.Close()
+	var renders atomic.Int64 // base and head are searched at the same time
+	opts := gitops.DefaultOptions()
+	opts.RepoURLs = []string{"https://example.com/fleet.git"}
+	opts.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
+		renders.Add(1)
+		return render.Render(ctx, root, t.Path, t.Render)
+	}
+	opts.Inputs = func(t config.Target) render.Inputs { return bi.Find(t.Path, t.Render).Merge(hi.Find(t.Path, t.Render)) }
+	opts.Prune = &gitops.Prune{Changed: []string{"README.md"}}
+	memo := &pairMemo{pairs: map[string][2]*gitops.Result{}}
+	opts.Memo = memo
+	first, err := FromControllers(t.Context(), baseDir, headDir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if renders.Load() == 0 || len(memo.pairs) != 1 {
+		t.Fatalf("first search: %d renders (want the app-of-apps chart's), %d pairs kept (want 1)", renders.Load(), len(memo.pairs))
+	}
+	renders.Store(0)
+	again, err := FromControllers(t.Context(), baseDir, headDir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := renders.Load(); n != 0 {
+		t.Errorf("the same pair searched again asked for %d renders, want none", n)
+	}
+	if len(again.Targets) != len(first.Targets) {
+		t.Errorf("kept pair lists %d targets, want %d", len(again.Targets), len(first.Targets))
+	}
 }

@@ -351,11 +351,19 @@ func discoverSides(ctx context.Context, baseDir, headDir string, opts gitops.Opt
 	if opts.Prune == nil || opts.Inputs == nil {
 		return both(opts)
 	}
+	pairs, _ := opts.Memo.(gitops.PairMemo)
 	if m := opts.Memo; m != nil {
 		b, okb := m.Get(baseDir)
 		h, okh := m.Get(headDir)
 		if okb && okh {
 			return b, h, nil
+		}
+		if pairs != nil {
+			// The same pull request searched before (a re-run, a warm
+			// cache): its pruned Results hold for this pair of trees.
+			if b, h, ok := pairs.GetPair(baseDir, headDir); ok {
+				return b, h, nil
+			}
 		}
 		opts.Memo = putOnly{m}
 	}
@@ -368,6 +376,9 @@ func discoverSides(ctx context.Context, baseDir, headDir string, opts gitops.Opt
 	if gitops.NeedsFullSearch(base, head) || unread(opts.Prune.Changed, opts.Inputs, baseDir, headDir, base, head) != "" {
 		opts.Prune = nil
 		return both(opts)
+	}
+	if pairs != nil && !base.Incomplete && !head.Incomplete && len(base.Sets)+len(head.Sets) == 0 {
+		pairs.PutPair(baseDir, headDir, base.Kept(), head.Kept())
 	}
 	return base, head, nil
 }

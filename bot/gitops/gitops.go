@@ -104,6 +104,14 @@ type Memo interface {
 	Put(root string, res *Result)
 }
 
+// PairMemo is a Memo that also keeps the Results of base and head searched
+// together with Prune, which hold for that pair of checkouts only.
+type PairMemo interface {
+	Memo
+	GetPair(base, head string) (b, h *Result, ok bool)
+	PutPair(base, head string, b, h *Result)
+}
+
 // DefaultArgoNamespace is where Argo CD runs by default (argocd).
 const DefaultArgoNamespace = defaultArgoNS
 
@@ -421,6 +429,11 @@ type discovery struct {
 	// charts are the charts of the checkout whose templates name Argo CD or
 	// Flux objects (scanRepo).
 	charts []string
+	// ctlFiles is controllerFiles as of ctlFilesOf manifests, and rewrites
+	// kustomizationRewrites by file.
+	ctlFiles   map[string]bool
+	ctlFilesOf int
+	rewrites   map[string]bool
 }
 
 // liveRead is one Options.LiveData answer.

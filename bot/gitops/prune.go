@@ -337,12 +337,9 @@ func (d *discovery) opaque(t config.Target, in render.Inputs) bool {
 		return true
 	}
 	declares := false
-	for _, m := range d.manifests {
-		if m.Parent != "" || !m.isController() {
-			continue
-		}
-		if _, ok := in.Touched([]string{m.File}); ok {
-			if m.templated() || hasVariable(m.Obj) {
+	for file, opaque := range d.controllerFiles() {
+		if _, ok := in.Touched([]string{file}); ok {
+			if opaque {
 				return true
 			}
 			declares = true
@@ -367,6 +364,51 @@ func (d *discovery) opaque(t config.Target, in render.Inputs) bool {
 		}
 	}
 	return false
+}
+
+// controllerFiles maps every file of the repository that declares a
+// controller object to whether one of them holds a postBuild variable and
+// may read the checkout (readsCheckout); made again when discovery has found
+// more objects.
+func (d *discovery) controllerFiles() map[string]bool {
+	if d.ctlFiles != nil && d.ctlFilesOf == len(d.manifests) {
+		return d.ctlFiles
+	}
+	d.ctlFiles, d.ctlFilesOf = map[string]bool{}, len(d.manifests)
+	for _, m := range d.manifests {
+		if m.Parent != "" || !m.isController() {
+			continue
+		}
+		d.ctlFiles[m.File] = d.ctlFiles[m.File] || (m.templated() || hasVariable(m.Obj)) && readsCheckout(m)
+	}
+	return d.ctlFiles
+}
+
+// readsCheckout says whether the object of a controller may read files of
+// the checkout, whatever its postBuild variables stand for: a Kustomization
+// or an Application does; a HelmRelease does unless its chart comes from an
+// OCIRepository (chartRef) or a HelmRepository or OCIRepository
+// (spec.chart.spec.sourceRef), of a kind no variable names. Such a
+// HelmRelease with a name of variables (a component's ${APP}-anubis) is a
+// target only its Kustomization's render makes, but it reads nothing a pull
+// request changes but its own object and the objects it takes from.
+func readsCheckout(m *manifest) bool {
+	if !m.is(diffing.FluxHelmRelease) {
+		return true
+	}
+	spec, _ := m.Obj["spec"].(map[string]any)
+	kind := func(v any) string {
+		o, _ := v.(map[string]any)
+		k, _ := o["kind"].(string)
+		return k
+	}
+	if ref, ok := spec["chartRef"]; ok {
+		return kind(ref) != "OCIRepository"
+	}
+	chart, _ := spec["chart"].(map[string]any)
+	cs, _ := chart["spec"].(map[string]any)
+	k := kind(cs["sourceRef"])
+	return k != "HelmRepository" && k != "OCIRepository"
 }
 
 // hasVariable says whether a controller object holds a Flux postBuild
@@ -425,6 +467,19 @@ func patchSetsInputs(entry, fileKind string) bool {
 // a controller or source object's inputs (patchSetsInputs, with patch files
 // read within the checkout).
 func (d *discovery) kustomizationRewrites(f string) bool {
+	if v, ok := d.rewrites[f]; ok {
+		return v
+	}
+	if d.rewrites == nil {
+		d.rewrites = map[string]bool{}
+	}
+	v := d.readRewrites(f)
+	d.rewrites[f] = v
+	return v
+}
+
+// readRewrites is kustomizationRewrites without the memo.
+func (d *discovery) readRewrites(f string) bool {
 	r := d.openCheckout()
 	if r == nil {
 		return true
@@ -528,4 +583,12 @@ func NeedsFullSearch(base, head *Result) bool {
 		return false
 	}
 	return !maps.Equal(base.Pruned, head.Pruned) || !maps.Equal(base.refs, head.refs)
+}
+
+// Kept is the Result as a Memo keeps it: without what only NeedsFullSearch
+// reads.
+func (r *Result) Kept() *Result {
+	c := *r
+	c.refs = nil
+	return &c
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"reflect"
 	"slices"
 
@@ -83,27 +84,59 @@ func newDiscoveryMemo(req Request, renders *renderCache, opts gitops.Options, tr
 	}
 	m := &discoveryMemo{disk: disk, renders: renders, keys: map[string]string{}}
 	for root, tree := range trees {
-		if t := treeKey(tree); t != "" {
+		if t := treeKey(root, tree); t != "" {
 			m.keys[root] = remote.Key(discoveryMagic, t, string(o), disk.exe)
 		}
 	}
 	return m
 }
 
-// treeKey hashes a checkout's tree: every path with its mode and blob id.
-// "" when the tree is not known or a file's checkout is not its blob
-// (render.GitTree: converted files have no ID).
-func treeKey(tree render.GitTree) string {
+// treeKey hashes a checkout's tree: every path with its mode and blob id,
+// and for a file whose checkout is not its blob (git converted it: its
+// render.GitTree entry has no ID, as with .gitattributes text=auto) the
+// bytes the checkout at root holds. "" when the tree is not known or such a
+// file is not a regular file of the checkout.
+func treeKey(root string, tree render.GitTree) string {
 	if tree == nil {
 		return ""
 	}
+	var r *os.Root
+	defer func() {
+		if r != nil {
+			r.Close()
+		}
+	}()
 	h := sha256.New()
 	for _, p := range slices.Sorted(maps.Keys(tree)) {
 		e := tree[p]
-		if e.ID == "" {
+		if e.ID != "" {
+			fmt.Fprintf(h, "%q %s %s\n", p, e.Mode, e.ID)
+			continue
+		}
+		if r == nil {
+			var err error
+			if r, err = os.OpenRoot(root); err != nil {
+				return ""
+			}
+		}
+		fi, err := r.Lstat(p)
+		if err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			// git checks a symlink out as its target, never converted.
+			target, err := r.Readlink(p)
+			if err != nil {
+				return ""
+			}
+			fmt.Fprintf(h, "%q %s link %q\n", p, e.Mode, target)
+			continue
+		}
+		if err != nil || !fi.Mode().IsRegular() {
 			return ""
 		}
-		fmt.Fprintf(h, "%q %s %s\n", p, e.Mode, e.ID)
+		b, err := r.ReadFile(p)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(h, "%q %s content %d %x\n", p, e.Mode, len(b), sha256.Sum256(b))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -151,6 +184,74 @@ func (m *discoveryMemo) Put(root string, res *gitops.Result) {
 		return
 	}
 	m.disk.putBody(key, discoveryMagic, body)
+}
+
+// pairMagic starts every kept pair of pruned Results (gitops.PairMemo).
+const pairMagic = "driftpreview-discovery-pair-v1 "
+
+// memoPair is a kept pair of Results, each as encodeMemo makes it.
+type memoPair struct {
+	Base, Head json.RawMessage
+}
+
+func (m *discoveryMemo) pairKey(base, head string) string {
+	if m.keys[base] == "" || m.keys[head] == "" {
+		return ""
+	}
+	return remote.Key(pairMagic, m.keys[base], m.keys[head])
+}
+
+func (m *discoveryMemo) GetPair(base, head string) (*gitops.Result, *gitops.Result, bool) {
+	key := m.pairKey(base, head)
+	if key == "" {
+		return nil, nil, false
+	}
+	body, ok := m.disk.body(key, pairMagic)
+	if !ok {
+		return nil, nil, false
+	}
+	var p memoPair
+	err := json.Unmarshal(body, &p)
+	var b, h *gitops.Result
+	if err == nil {
+		b, err = decodeMemo(p.Base)
+	}
+	if err == nil {
+		h, err = decodeMemo(p.Head)
+	}
+	if err != nil {
+		_ = m.disk.store.Remove(key)
+		return nil, nil, false
+	}
+	return b, h, true
+}
+
+func (m *discoveryMemo) PutPair(base, head string, b, h *gitops.Result) {
+	key := m.pairKey(base, head)
+	if key == "" || m.renders.unsharedIn(base) || m.renders.unsharedIn(head) || m.renders.spent.exceeded() != "" {
+		return
+	}
+	var p memoPair
+	for _, side := range []struct {
+		root string
+		res  *gitops.Result
+		out  *json.RawMessage
+	}{{base, b, &p.Base}, {head, h, &p.Head}} {
+		body, err := encodeMemo(side.res)
+		if err != nil || bytes.Contains(body, []byte(side.root)) {
+			return
+		}
+		// Kept only when it comes back as it is.
+		if back, err := decodeMemo(body); err != nil || !reflect.DeepEqual(back, side.res) {
+			return
+		}
+		*side.out = body
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return
+	}
+	m.disk.putBody(key, pairMagic, body)
 }
 
 func encodeMemo(res *gitops.Result) ([]byte, error) {

@@ -333,3 +333,37 @@ func TestRenderCacheBaseAndHeadAtOnce(t *testing.T) {
 		t.Errorf("base and head must get equal objects, each its own")
 	}
 }
+
+// TestTreeKeyConvertedFiles: a checkout whose files git converted
+// (.gitattributes text=auto: no blob ids) is keyed by the bytes it holds,
+// and a symlink by its target, so discovery's Results are kept for it too
+// (issue 25); a changed byte changes the key.
+func TestTreeKeyConvertedFiles(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "a.yaml"), []byte("kind: A\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.yaml", filepath.Join(root, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	tree := render.GitTree{"a.yaml": {Mode: "100644"}, "link.yaml": {Mode: "120000"}, "b.yaml": {Mode: "100644", ID: "0123abcd"}}
+	if err := os.WriteFile(filepath.Join(root, "b.yaml"), []byte("kind: B\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k1 := treeKey(root, tree)
+	if k1 == "" {
+		t.Fatal("a checkout of converted files and a symlink has no key")
+	}
+	if err := os.WriteFile(filepath.Join(root, "a.yaml"), []byte("kind: C\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if k2 := treeKey(root, tree); k2 == k1 || k2 == "" {
+		t.Errorf("key %q after a converted file changed, want another than %q", k2, k1)
+	}
+	if err := os.Remove(filepath.Join(root, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if k := treeKey(root, tree); k != "" {
+		t.Errorf("key %q with a converted file missing, want none", k)
+	}
+}
