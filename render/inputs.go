@@ -454,13 +454,7 @@ func (w *inputWalker) walkTarget(t string, opts Options) {
 	case RendererHelm:
 		w.chart(t)
 		for _, v := range opts.Helm.ValuesFiles {
-			v, err := cleanRel(v)
-			if err != nil {
-				w.unknown("values file %q: %v", v, err)
-				continue
-			}
-			w.kind(v) // a symlink makes the inputs unknown
-			w.file(v)
+			w.valuesFile(v)
 		}
 	case RendererPlain:
 		w.dir(t)
@@ -478,18 +472,21 @@ func (w *inputWalker) walkTarget(t string, opts Options) {
 func (w *inputWalker) remoteChart(opts Options) {
 	w.in.Remote = true
 	for _, vf := range opts.Helm.ValuesFiles {
-		rel, ok := strings.CutPrefix(vf, CheckoutPrefix)
-		if !ok {
-			continue
+		if rel, ok := strings.CutPrefix(vf, CheckoutPrefix); ok {
+			w.valuesFile(rel)
 		}
-		v, err := cleanRel(rel)
-		if err != nil {
-			w.unknown("values file %q: %v", rel, err)
-			continue
-		}
-		w.kind(v) // a symlink makes the inputs unknown
-		w.file(v)
 	}
+}
+
+// valuesFile records a values file of the checkout, relative to its root.
+func (w *inputWalker) valuesFile(rel string) {
+	v, err := cleanRel(rel)
+	if err != nil {
+		w.unknown("values file %q: %v", rel, err)
+		return
+	}
+	w.kind(v) // a symlink makes the inputs unknown
+	w.file(v)
 }
 
 // kustomizationKeys are the kustomization fields the walker follows or knows
