@@ -335,6 +335,9 @@ func controllerID(t config.Target) string {
 // that a render could read: mayBeRead), both sides are searched again in
 // full.
 func discoverSides(ctx context.Context, baseDir, headDir string, opts gitops.Options) (base, head *gitops.Result, err error) {
+	if opts.Parsed == nil {
+		opts.Parsed = &gitops.Parsed{}
+	}
 	both := func(opts gitops.Options) (base, head *gitops.Result, err error) {
 		// The two checkouts are searched at the same time; their renders
 		// are shared by content (a target alike at both renders once).

@@ -89,6 +89,9 @@ type Options struct {
 	// Prune, with Inputs, leaves out of the search the renders the pull
 	// request cannot change (Prune). Such a Result is not kept (Memo).
 	Prune *Prune
+	// Parsed, when set, is shared by the discoveries of a preview's two
+	// checkouts: a file alike at both is parsed once.
+	Parsed *Parsed
 	// Memo, when set, keeps Results across runs: Discover returns what it
 	// holds for root instead of discovering it again, and offers it every
 	// complete Result it finds (none of whose renders failed, without
@@ -185,7 +188,7 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 			return res, nil
 		}
 	}
-	found, charts, notes, err := scanRepo(root)
+	found, charts, notes, err := scanRepo(root, opts.Parsed)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
@@ -151,7 +153,7 @@ const maxScanBytes = 10 << 20
 // charts that produce Applications are found by rendering). charts are the chart
 // directories whose templates mention Argo CD or Flux objects: candidates for an
 // app-of-apps whose root object is not in the repository.
-func scanRepo(root string) (found []*manifest, charts []string, notes []string, err error) {
+func scanRepo(root string, parsed *Parsed) (found []*manifest, charts []string, notes []string, err error) {
 	var out []*manifest
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -198,7 +200,7 @@ func scanRepo(root string) (found []*manifest, charts []string, notes []string, 
 			!bytes.Contains(b, []byte("ConfigMap")) && !bytes.Contains(b, []byte("Secret")) {
 			return nil
 		}
-		ms, dups, perr := parseManifests(rel, b)
+		ms, dups, perr := parsed.parse(rel, b)
 		if len(ms) > 0 {
 			for _, d := range dups {
 				notes = append(notes, d.Note())
@@ -218,6 +220,59 @@ func scanRepo(root string) (found []*manifest, charts []string, notes []string, 
 		return nil, nil, nil, fmt.Errorf("discovering GitOps objects in %s: %w", root, err)
 	}
 	return out, charts, notes, nil
+}
+
+// Parsed keeps the files discovery parsed, by path and content, for the
+// discoveries of the two checkouts of one preview (Options.Parsed): a file
+// alike at base and head is parsed once. Each discovery gets its own copy
+// of each manifest (it changes their namespace, cluster and standing); the
+// decoded objects are shared, and discovery only reads them. Safe for
+// concurrent use. The zero value is ready; a nil *Parsed parses every time.
+type Parsed struct {
+	mu    sync.Mutex
+	files map[[sha256.Size]byte]*parsedFile
+}
+
+type parsedFile struct {
+	done chan struct{}
+	ms   []*manifest
+	dups []render.DuplicateKey
+	err  error
+}
+
+// parse is parseManifests(file, b), once per path and content.
+func (p *Parsed) parse(file string, b []byte) ([]*manifest, []render.DuplicateKey, error) {
+	if p == nil {
+		return parseManifests(file, b)
+	}
+	h := sha256.New()
+	h.Write([]byte(file))
+	h.Write([]byte{0})
+	h.Write(b)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	p.mu.Lock()
+	if p.files == nil {
+		p.files = map[[sha256.Size]byte]*parsedFile{}
+	}
+	f, ok := p.files[key]
+	if !ok {
+		f = &parsedFile{done: make(chan struct{})}
+		p.files[key] = f
+	}
+	p.mu.Unlock()
+	if !ok {
+		f.ms, f.dups, f.err = parseManifests(file, b)
+		close(f.done)
+	} else {
+		<-f.done
+	}
+	out := make([]*manifest, len(f.ms))
+	for i, m := range f.ms {
+		c := *m
+		out[i] = &c
+	}
+	return out, f.dups, f.err
 }
 
 // gitopsMarkers are the API groups whose mention in a chart's templates makes the

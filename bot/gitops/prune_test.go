@@ -214,3 +214,28 @@ func TestNeedsFullSearch(t *testing.T) {
 		t.Errorf("sides that left different targets unsearched stand")
 	}
 }
+
+// TestParsedOncePerContent: a file alike at base and head is parsed once
+// for both discoveries, and each gets manifests of its own to change.
+func TestParsedOncePerContent(t *testing.T) {
+	var p Parsed
+	doc := []byte(ks("player", "./apps/player"))
+	a, _, err := p.parse("apps/ks.yaml", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := p.parse("apps/ks.yaml", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.files) != 1 || len(a) != 1 || len(b) != 1 {
+		t.Fatalf("%d parses kept, %d and %d manifests; want 1, 1, 1", len(p.files), len(a), len(b))
+	}
+	a[0].Namespace, a[0].superseded = "media", true
+	if b[0].Namespace != "" || b[0].superseded || b[0].Name != "player" {
+		t.Errorf("the other side's manifest changed with this one's: %+v", *b[0])
+	}
+	if _, _, err := p.parse("other/ks.yaml", doc); err != nil || len(p.files) != 2 {
+		t.Errorf("the same content at another path is parsed again: %d kept, %v", len(p.files), err)
+	}
+}
