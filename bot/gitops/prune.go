@@ -66,8 +66,8 @@ type pruner struct {
 	opaque func(t config.Target, in render.Inputs) bool
 }
 
-// isUnchanged judges t (Prune).
-func (p *pruner) isUnchanged(t config.Target) bool {
+// isUnchanged judges t (Prune), whose render reads in.
+func (p *pruner) isUnchanged(t config.Target, in render.Inputs) bool {
 	c := t.Controller
 	switch {
 	case p == nil, c == nil, c.Generator != "", c.Source == "", slices.Contains(p.changed, c.Source):
@@ -75,7 +75,6 @@ func (p *pruner) isUnchanged(t config.Target) bool {
 	case t.DeclaredBy != "" && !p.unchanged[t.DeclaredBy]:
 		return false
 	}
-	in := p.inputs(t)
 	if in.Unknown != "" {
 		return false
 	}
@@ -98,16 +97,16 @@ func (p *pruner) plan(todo []config.Target) (now, pruned, later []config.Target)
 	if p == nil || p.inputs == nil {
 		return todo, nil, nil
 	}
-	unchanged := make([]bool, len(todo))
-	if p.prune {
-		for i, t := range todo {
-			unchanged[i] = p.isUnchanged(t)
-			p.unchanged[TargetKey(t.Cluster, t.Name)] = unchanged[i]
-		}
-	}
 	ins := make([]render.Inputs, len(todo))
 	for i, t := range todo {
 		ins[i] = p.inputs(t)
+	}
+	unchanged := make([]bool, len(todo))
+	if p.prune {
+		for i, t := range todo {
+			unchanged[i] = p.isUnchanged(t, ins[i])
+			p.unchanged[TargetKey(t.Cluster, t.Name)] = unchanged[i]
+		}
 	}
 	waits := make([]bool, len(todo))
 	supplies := make([]bool, len(todo))

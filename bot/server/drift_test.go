@@ -116,10 +116,16 @@ func metricsText(t *testing.T, s *running) string {
 	return rec.Body.String()
 }
 
-func TestDriftReportOnPush(t *testing.T) {
+// shortDriftWait makes a drift run wait 100 ms for the one before it, for
+// the test's duration.
+func shortDriftWait(t *testing.T) {
 	old := jobs.DriftWait
 	jobs.DriftWait = 100 * time.Millisecond
 	t.Cleanup(func() { jobs.DriftWait = old })
+}
+
+func TestDriftReportOnPush(t *testing.T) {
+	shortDriftWait(t)
 	repo := newGitRepo(t)
 	repo.push(t)
 	host := newFakeHost("github", repo.URL)
@@ -174,9 +180,7 @@ func TestDriftReportOnPush(t *testing.T) {
 // the newer waits for it, so at most one run per repository runs at a time
 // and the newest wins.
 func TestDriftNewestWinsOneAtATime(t *testing.T) {
-	old := jobs.DriftWait
-	jobs.DriftWait = 100 * time.Millisecond
-	t.Cleanup(func() { jobs.DriftWait = old })
+	shortDriftWait(t)
 	repo := newGitRepo(t)
 	repo.push(t)
 	host := newFakeHost("github", repo.URL)

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/driftpreview/driftpreview/bot/github/githubtest"
-	"github.com/driftpreview/driftpreview/bot/gitlab"
 	"github.com/driftpreview/driftpreview/bot/gitlab/gitlabtest"
 	"github.com/driftpreview/driftpreview/bot/internal/hosttext"
 	"github.com/driftpreview/driftpreview/bot/jobs"
@@ -157,13 +155,7 @@ func TestGitHubDriftIssue(t *testing.T) {
 		!strings.Contains(issues[0].Body, "`"+head[:7]+"`") {
 		t.Fatalf("issues %+v, want the one issue reopened with the new drift at %s", issues, head[:7])
 	}
-	var creates int
-	for _, c := range fake.Calls() {
-		if c.Method == "POST" && c.Path == "/repos/acme/shop/issues" {
-			creates++
-		}
-	}
-	if creates != 1 {
+	if creates := countCalls(fake.Calls(), "POST", "/repos/acme/shop/issues"); creates != 1 {
 		t.Errorf("%d issue creates, want 1", creates)
 	}
 }
@@ -174,14 +166,7 @@ func TestGitLabDriftIssue(t *testing.T) {
 	liveDrift(t, ns)
 	fake := gitlabtest.New(t)
 	fake.AddProject(42, "acme/shop")
-	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("oauth2:"+fake.Token))
-	front, _ := gitFront(t, r.root, fake.URL(), func(a string) bool { return a == wantAuth })
-	o := gitlab.DefaultOptions()
-	o.URL, o.Token, o.WebhookSecret = front, fake.Token, []byte(webhookSecret)
-	client, err := gitlab.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, _ := gitlabClient(t, r, fake)
 	bot := startBot(t, map[string]server.Host{"gitlab": client}, func(o *server.Options) {
 		o.Drift = server.DriftOptions{Enabled: true, Interval: time.Hour}
 	})

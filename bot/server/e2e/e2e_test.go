@@ -33,6 +33,7 @@ import (
 	"github.com/driftpreview/driftpreview/bot/github/githubtest"
 	"github.com/driftpreview/driftpreview/bot/gitlab"
 	"github.com/driftpreview/driftpreview/bot/gitlab/gitlabtest"
+	"github.com/driftpreview/driftpreview/bot/internal/hostfake"
 	"github.com/driftpreview/driftpreview/bot/internal/hostretry"
 	"github.com/driftpreview/driftpreview/bot/jobs"
 	"github.com/driftpreview/driftpreview/bot/preview"
@@ -122,6 +123,32 @@ targets:
 // gitFront serves repositories under root/git with git's smart HTTP protocol
 // (git http-backend) and proxies everything else to api (the fake host, or nil).
 // A fetch without an Authorization header passing auth gets 401.
+// gitlabClient is a GitLab host client of the fake, whose git front serves
+// the repository r to the fake's token only; fetches counts the fetches.
+func gitlabClient(t *testing.T, r *repo, fake *gitlabtest.Server) (*gitlab.Client, *int) {
+	t.Helper()
+	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("oauth2:"+fake.Token))
+	front, fetches := gitFront(t, r.root, fake.URL(), func(a string) bool { return a == wantAuth })
+	o := gitlab.DefaultOptions()
+	o.URL, o.Token, o.WebhookSecret = front, fake.Token, []byte(webhookSecret)
+	client, err := gitlab.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, fetches
+}
+
+// countCalls counts the calls of method to path a host fake recorded.
+func countCalls(calls []hostfake.Call, method, path string) int {
+	n := 0
+	for _, c := range calls {
+		if c.Method == method && c.Path == path {
+			n++
+		}
+	}
+	return n
+}
+
 func gitFront(t *testing.T, root string, api string, auth func(string) bool) (string, *int) {
 	t.Helper()
 	gitPath, err := exec.LookPath("git")
@@ -405,13 +432,7 @@ func TestGitHubEndToEnd(t *testing.T) {
 				t.Error("the mirror never fetched over HTTP")
 			}
 			if tt.fail403 {
-				posts := 0
-				for _, c := range fake.Calls() {
-					if c.Method == http.MethodPost && c.Path == "/repos/acme/shop/check-runs" {
-						posts++
-					}
-				}
-				if posts != 2 {
+				if posts := countCalls(fake.Calls(), http.MethodPost, "/repos/acme/shop/check-runs"); posts != 2 {
 					t.Errorf("%d POSTs of the check run, want 2 (403, then the retry)", posts)
 				}
 			}
@@ -427,14 +448,7 @@ func TestGitLabEndToEnd(t *testing.T) {
 	fake.AddProject(42, "acme/shop")
 	fake.AddMergeRequest(gitlabtest.MergeRequest{ProjectID: 42, IID: 5, SourceBranch: "feature", TargetBranch: "main",
 		SHA: r.Head, StartSHA: r.Base, BaseSHA: r.Base, WebURL: "https://gitlab.example/acme/shop/-/merge_requests/5"})
-	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("oauth2:"+fake.Token))
-	front, fetches := gitFront(t, r.root, fake.URL(), func(a string) bool { return a == wantAuth })
-	o := gitlab.DefaultOptions()
-	o.URL, o.Token, o.WebhookSecret = front, fake.Token, []byte(webhookSecret)
-	client, err := gitlab.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, fetches := gitlabClient(t, r, fake)
 	bot := startBot(t, map[string]server.Host{"gitlab": client}, nil)
 	body, _ := json.Marshal(map[string]any{
 		"object_kind": "merge_request", "user": map[string]any{"username": "ada"},

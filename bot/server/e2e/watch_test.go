@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/driftpreview/driftpreview/bot/github/githubtest"
-	"github.com/driftpreview/driftpreview/bot/gitlab"
 	"github.com/driftpreview/driftpreview/bot/gitlab/gitlabtest"
 	"github.com/driftpreview/driftpreview/bot/jobs"
 	"github.com/driftpreview/driftpreview/bot/server"
@@ -145,14 +143,7 @@ func gitlabUnderTest(t *testing.T, r *repo) hostUnderTest {
 	fake.AddProject(42, "acme/shop")
 	fake.AddMergeRequest(gitlabtest.MergeRequest{ProjectID: 42, IID: 5, SourceBranch: "feature", TargetBranch: "main",
 		SHA: r.Head, StartSHA: r.Base, BaseSHA: r.Base, WebURL: "https://gitlab.example/acme/shop/-/merge_requests/5"})
-	wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("oauth2:"+fake.Token))
-	front, _ := gitFront(t, r.root, fake.URL(), func(a string) bool { return a == wantAuth })
-	o := gitlab.DefaultOptions()
-	o.URL, o.Token, o.WebhookSecret = front, fake.Token, []byte(webhookSecret)
-	client, err := gitlab.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, _ := gitlabClient(t, r, fake)
 	deliver := func(t *testing.T, s *stack, action, id string) {
 		body, _ := json.Marshal(map[string]any{
 			"object_kind": "merge_request", "user": map[string]any{"username": "ada"},
