@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,8 +46,14 @@ import (
 // childEnv marks a process started as a render child.
 const childEnv = "DRIFTPREVIEW_RENDER_CHILD"
 
-// childGCPercent is the render process's GOGC (see childMain).
-const childGCPercent = 400
+// The render process's collector (see childMain and childGCPercentFor).
+const (
+	// childGCPercent is the most GOGC a render process runs with.
+	childGCPercent = 800
+	// childGCSoftCap is the heap past which a render process's GOGC falls
+	// (toward the default, 100) so the heap's goal stays near it.
+	childGCSoftCap = 160 << 20
+)
 
 func init() {
 	// The collector was off while the dependencies were initialized
@@ -112,12 +119,21 @@ type childError struct {
 // the render recovered from) says so in its answer and exits: what it left
 // running must not share the process with the next render.
 func childMain(in io.Reader, out io.Writer) int {
-	// A kustomize build allocates about 20 MiB and keeps little of it, so with
+	// A kustomize build allocates about 10 MiB and keeps little of it, so with
 	// the default GOGC the collector runs every few milliseconds: a quarter of a
-	// render's CPU time (BenchmarkRenderBenchTarget, GOGC 100 → 400). The heap
-	// of a render process stays small, and the memory limit (SetMemoryLimit in
+	// render's CPU time (BenchmarkRenderBenchTarget, GOGC 100 → 400). The live
+	// heap of a render process is small (about 10 MiB between renders of the
+	// bench repository), so GOGC 800: at 400 its collections still took about
+	// a tenth of a render process's CPU on make bench's PR-wide at T=200
+	// (gctrace of 240 bench kustomize renders: 65 collections and 0.53 s of
+	// collector CPU at 400, 34 and 0.28 s at 800). What the process keeps
+	// between renders grows with the checkout (its cache of the checkout's
+	// files, up to 2 × 16 MiB), so after each render the percent is set for
+	// the live heap the last collection found (childGCPercentFor): the heap's
+	// goal stays near childGCSoftCap. The memory limit (SetMemoryLimit in
 	// childServe, and the kernel's RLIMIT_DATA) still bounds it.
 	debug.SetGCPercent(childGCPercent)
+	gcSample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<16))
 	dec.UseNumber()
 	w := bufio.NewWriterSize(out, 1<<16)
@@ -147,7 +163,24 @@ func childMain(in io.Reader, out io.Writer) int {
 		if res.Exit {
 			return 0
 		}
+		metrics.Read(gcSample)
+		if gcSample[0].Value.Kind() == metrics.KindUint64 {
+			debug.SetGCPercent(childGCPercentFor(gcSample[0].Value.Uint64()))
+		}
 	}
+}
+
+// childGCPercentFor is a render process's GOGC for a live heap of live bytes:
+// childGCPercent while the heap's goal stays under childGCSoftCap, less as the
+// live heap grows (the goal at childGCSoftCap), never under the default 100.
+func childGCPercentFor(live uint64) int {
+	if live == 0 {
+		return childGCPercent
+	}
+	if live >= childGCSoftCap/2 {
+		return 100
+	}
+	return int(min(childGCPercent, (childGCSoftCap-live)*100/live))
 }
 
 // childServe runs one request in the child.
