@@ -270,13 +270,44 @@ func renderChildIn(ctx context.Context, root, target string, opts Options) (Obje
 	}
 	set, err := res.set()
 	set.OutputBytes, set.CPUTime = res.size, res.CPU
+	if err == nil {
+		set.encoded = encodedAnswer(res.line)
+	}
 	return set, err
 }
 
-// childAnswer is a render process's answer and its size on the pipe.
+// childAnswer is a render process's answer, its size on the pipe and the
+// answer itself (its line, newline included).
 type childAnswer struct {
 	childResult
 	size int64
+	line []byte
+}
+
+// encodedAnswer returns a render process's answer line as EncodeSet writes the
+// set it decodes to, or nil when it is not the answer of a rendered set. The
+// process encodes its answer as EncodeSet encodes a set (the same childResult,
+// by the same encoder), with the CPU time it spent as the last field: the
+// answer without that field is EncodeSet's encoding of what the parent decodes
+// from it (TestRenderEncoded), in a slice of its own exactly its size.
+func encodedAnswer(line []byte) []byte {
+	body, ok := bytes.CutSuffix(line, []byte("}\n"))
+	if !ok || !bytes.HasPrefix(body, []byte("{")) || bytes.HasPrefix(body, []byte(`{"exit"`)) {
+		return nil
+	}
+	if i := bytes.LastIndex(body, []byte(`"cpu":`)); i > 0 && (body[i-1] == ',' || body[i-1] == '{') {
+		digits := body[i+len(`"cpu":`):]
+		if len(digits) == 0 || strings.Trim(string(digits), "0123456789") != "" {
+			return nil
+		}
+		body = body[:i]
+		if body[i-1] == ',' {
+			body = body[:i-1]
+		}
+	}
+	out := make([]byte, 0, len(body)+2)
+	out = append(out, body...)
+	return append(out, '}', '\n')
 }
 
 // childDo sends one request to a render process with opts' limits (a warm one
@@ -362,7 +393,7 @@ func (w *worker) do(ctx context.Context, req []byte, file string, opts Options) 
 	case overOutput:
 		return childAnswer{}, false, false, &Error{File: file, Err: fmt.Errorf("the target renders more than %d bytes of manifests (the limit per target) and was stopped; split it into smaller targets", opts.MaxOutputBytes)}
 	case decErr == nil:
-		return childAnswer{childResult: res, size: n}, !res.Exit && !timedOut.Load(), false, nil
+		return childAnswer{childResult: res, size: n, line: line}, !res.Exit && !timedOut.Load(), false, nil
 	}
 	// No answer: the process died (or is killed now). Wait for it, to tell why.
 	w.kill()

@@ -82,6 +82,10 @@ type ObjectSet struct {
 	// Charts are the remote charts and dependencies the render fetched, with the
 	// version each resolved to.
 	Charts []ResolvedChart `json:"-"`
+	// encoded is the set as EncodeSet writes it, when the render process's
+	// answer gave it (encodedAnswer); RenderEncoded hands it out, and Render
+	// and RenderEncoded never return a set that holds it.
+	encoded []byte
 }
 
 // Sort puts the objects in key order; renderers call it before returning.

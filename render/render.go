@@ -27,8 +27,22 @@ import (
 // dependencies are fetched first, in this process (prefetch); ObjectSet.Charts
 // names the versions they resolved to.
 func Render(ctx context.Context, root, target string, opts Options) (ObjectSet, error) {
+	set, _, err := RenderEncoded(ctx, root, target, opts)
+	return set, err
+}
+
+// RenderEncoded is Render, and also returns the set as EncodeSet writes it
+// when the render process's answer already holds that (nil otherwise): the
+// answer itself, without its CPU time, so a cache that keeps renders encoded
+// need not encode the set again. DecodeSet reads it as the set returned.
+func RenderEncoded(ctx context.Context, root, target string, opts Options) (ObjectSet, []byte, error) {
 	set, err := renderFetching(ctx, root, target, opts)
-	return set, hideLocalPaths(err, root, opts)
+	body := set.encoded
+	set.encoded = nil
+	if err != nil || len(set.Charts) > 0 {
+		body = nil
+	}
+	return set, body, hideLocalPaths(err, root, opts)
 }
 
 // renderFetching is Render, its errors naming local paths.

@@ -85,7 +85,8 @@ func newRenderCache() *renderCache {
 func (c *renderCache) render(ctx context.Context, root, path string, opts render.Options) (render.ObjectSet, error) {
 	key, err := entryKey(root, path, opts)
 	if err != nil {
-		return c.run(ctx, root, path, opts)
+		set, _, err := c.run(ctx, root, path, opts)
+		return set, err
 	}
 	c.mu.Lock()
 	r, ok := c.entries[key]
@@ -119,13 +120,15 @@ func (c *renderCache) render(ctx context.Context, root, path string, opts render
 		set, hit = c.lookup(ckey)
 	}
 	if !hit {
-		set, err = c.run(ctx, root, path, opts)
+		var encoded []byte
+		set, encoded, err = c.run(ctx, root, path, opts)
 		if ctx.Err() != nil {
 			return set, err
 		}
 		if shareable && err == nil {
-			// Encoded once for both caches.
-			if body, ok := encodeSet(set); ok {
+			// Encoded once for both caches: as the render process's answer
+			// had it, when it did (render.RenderEncoded).
+			if body, ok := encodeSet(set, encoded); ok {
 				if c.content != nil {
 					c.content.put(ckey, body, set)
 				}
@@ -249,16 +252,17 @@ func (c *renderCache) flight(ckey string) func() {
 }
 
 // run renders, at most one render per CPU at a time: base and head of the
-// targets in flight share the CPUs.
-func (c *renderCache) run(ctx context.Context, root, path string, opts render.Options) (render.ObjectSet, error) {
+// targets in flight share the CPUs. It also returns the set's encoding when
+// the render gave it (render.RenderEncoded), else nil.
+func (c *renderCache) run(ctx context.Context, root, path string, opts render.Options) (render.ObjectSet, []byte, error) {
 	select {
 	case renderSlots <- struct{}{}:
 	case <-ctx.Done():
-		return render.ObjectSet{}, fmt.Errorf("rendering %s: %w", path, ctx.Err())
+		return render.ObjectSet{}, nil, fmt.Errorf("rendering %s: %w", path, ctx.Err())
 	}
 	defer func() { <-renderSlots }()
 	if reason := c.spent.exceeded(); reason != "" {
-		return render.ObjectSet{}, budgetError(path, reason)
+		return render.ObjectSet{}, nil, budgetError(path, reason)
 	}
 	if id, ok := c.checkouts[root]; ok {
 		opts.Checkout = id
@@ -266,9 +270,9 @@ func (c *renderCache) run(ctx context.Context, root, path string, opts render.Op
 	opts.Budget = c.spent.renderBudget()
 	rendersRun.Add(1)
 	start := time.Now()
-	set, err := render.Render(ctx, root, path, opts)
+	set, encoded, err := render.RenderEncoded(ctx, root, path, opts)
 	c.spent.charge(set.CPUTime, time.Since(start))
-	return set, err
+	return set, encoded, err
 }
 
 // rendersRun counts the renders this process ran (render.Render calls,
@@ -358,9 +362,13 @@ func (c *contentCache) put(key string, body []byte, set render.ObjectSet) {
 	}
 }
 
-// encodeSet is set as the caches keep it (render.EncodeSet); false when it
-// cannot be encoded or is too large to keep.
-func encodeSet(set render.ObjectSet) ([]byte, bool) {
+// encodeSet is set as the caches keep it (render.EncodeSet): encoded, the
+// render's own encoding of set (render.RenderEncoded), when it is given, else
+// set encoded; false when it cannot be encoded or is too large to keep.
+func encodeSet(set render.ObjectSet, encoded []byte) ([]byte, bool) {
+	if encoded != nil {
+		return encoded, len(encoded) <= maxDiskEntryBytes/2
+	}
 	var body bytes.Buffer
 	if err := render.EncodeSet(&body, set); err != nil || body.Len() > maxDiskEntryBytes/2 {
 		return nil, false
