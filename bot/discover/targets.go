@@ -3,16 +3,23 @@ package discover
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
+	"path"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/bot/gitops"
 	"github.com/driftpreview/driftpreview/diffing"
+	"github.com/driftpreview/driftpreview/render"
 )
 
 // Options configures Targets.
@@ -370,20 +377,99 @@ func discoverSides(ctx context.Context, baseDir, headDir string, opts gitops.Opt
 		}
 		opts.Memo = putOnly{m}
 	}
-	if base, head, err = both(opts); err != nil {
-		return nil, nil, err
+	shared := false
+	if inert(opts.Prune.Changed, baseDir, headDir) {
+		// Only files no search reads changed (a README, a picture): when
+		// the base's search renders nothing, the head's would find what
+		// it finds, so the head is not searched (sharedSearch).
+		if base, shared, err = sharedSearch(ctx, baseDir, headDir, opts); err != nil {
+			return nil, nil, err
+		}
+		if shared {
+			head = base
+		}
 	}
-	if len(base.Pruned)+len(head.Pruned) == 0 {
-		return base, head, nil
-	}
-	if gitops.NeedsFullSearch(base, head) || unread(opts.Prune.Changed, opts.Inputs, baseDir, headDir, base, head) != "" {
-		opts.Prune = nil
-		return both(opts)
+	if !shared {
+		if base != nil {
+			// The base searched alone already: the head is searched now.
+			if head, err = gitops.Discover(ctx, headDir, opts); err != nil {
+				return nil, nil, fmt.Errorf("discovering GitOps targets: %w", err)
+			}
+		} else if base, head, err = both(opts); err != nil {
+			return nil, nil, err
+		}
+		if len(base.Pruned)+len(head.Pruned) == 0 {
+			return base, head, nil
+		}
+		if gitops.NeedsFullSearch(base, head) || unread(opts.Prune.Changed, opts.Inputs, baseDir, headDir, base, head) != "" {
+			opts.Prune = nil
+			return both(opts)
+		}
 	}
 	if pairs != nil && !base.Incomplete && !head.Incomplete && len(base.Sets)+len(head.Sets) == 0 {
 		pairs.PutPair(baseDir, headDir, base.Kept(), head.Kept())
 	}
 	return base, head, nil
+}
+
+// sharedSearch searches the base alone, for a pull request whose changed
+// files are all inert (no search reads them). ok says that its Result is
+// the head's too: the base's pruned search asked for no render, listed no
+// ApplicationSet (a git generator lists files and directories of any name)
+// and no Flux ArtifactGenerator (its copy rules name files of any name), is
+// complete, and no changed file is one a render left out could read
+// (unread). The head's search would then read the same YAML files, decide
+// each prune alike (the inputs and changes are those of both sides), and
+// probe the same directories (inert keeps every directory as it is), so
+// it would list the same. Otherwise the head is still to be searched.
+func sharedSearch(ctx context.Context, baseDir, headDir string, opts gitops.Options) (base *gitops.Result, ok bool, err error) {
+	var renders atomic.Int64
+	renderer := opts.Renderer
+	if renderer == nil {
+		return nil, false, nil
+	}
+	opts.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
+		renders.Add(1)
+		return renderer(ctx, root, t)
+	}
+	base, err = gitops.Discover(ctx, baseDir, opts)
+	if err != nil {
+		return nil, false, fmt.Errorf("discovering GitOps targets: %w", err)
+	}
+	ok = renders.Load() == 0 && !base.Incomplete && len(base.Sets) == 0 && !base.ArtifactGenerators &&
+		unread(opts.Prune.Changed, opts.Inputs, baseDir, headDir, base) == ""
+	return base, ok, nil
+}
+
+// inertExts are the extensions of files no discovery reads by content: no
+// YAML or JSON scan, no render without a file naming them (mayBeRead).
+var inertExts = []string{".md", ".markdown", ".rst", ".adoc", ".txt", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico"}
+
+// inert says whether every changed file is one discovery does not read
+// unless a manifest names it, and whose change leaves the checkouts'
+// directories as they are: a documentation file or a picture (inertExts)
+// outside any Helm chart (mayBeRead), a regular file or absent on each
+// side, in a directory both sides have. A file that creates or removes a
+// directory could make a controller's path exist, and a symlink could
+// point anywhere.
+func inert(changed []string, baseDir, headDir string) bool {
+	if len(changed) == 0 {
+		return false
+	}
+	for _, c := range changed {
+		if !slices.Contains(inertExts, strings.ToLower(path.Ext(c))) || mayBeRead(c, baseDir, headDir) {
+			return false
+		}
+		for _, root := range []string{baseDir, headDir} {
+			if st, err := os.Stat(filepath.Join(root, filepath.FromSlash(path.Dir(c)))); err != nil || !st.IsDir() {
+				return false
+			}
+			if st, err := os.Lstat(filepath.Join(root, filepath.FromSlash(c))); err == nil && !st.Mode().IsRegular() || err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // putOnly is a memo that keeps Results but gives none back.

@@ -148,6 +148,9 @@ type Result struct {
 	// unsearched: what its render declares is the same at base and head, and
 	// is not listed.
 	Pruned map[string]bool `json:",omitempty"`
+	// ArtifactGenerators says that the checkout declares a Flux
+	// ArtifactGenerator, whose copy rules may name files of any kind.
+	ArtifactGenerators bool `json:",omitempty"`
 	// refs hashes what other targets take from (refDigests), when Pruned is
 	// not empty.
 	refs map[string]string
@@ -321,6 +324,9 @@ func Discover(ctx context.Context, root string, opts Options) (*Result, error) {
 	}
 	b := d.build()
 	res.Targets, res.NotRendered, res.Sets = b.targets, b.notRendered, b.sets
+	res.ArtifactGenerators = slices.ContainsFunc(d.manifests, func(m *manifest) bool {
+		return m.group() == groupFluxGen && m.Kind == "ArtifactGenerator"
+	})
 	for _, t := range b.targets {
 		if n, ok := failed[renderKey(t)]; ok {
 			res.Notes = append(res.Notes, n)
@@ -540,7 +546,7 @@ func (d *discovery) addRendered(m *manifest) (changed, done bool) {
 		}
 		if e.Namespace == "" && m.Namespace != "" {
 			delete(d.seen, e.identity())
-			e.Namespace, e.Obj, changed = m.Namespace, m.Obj, true
+			e.Namespace, e.Obj, e.raw, changed = m.Namespace, m.Obj, m.raw, true
 			d.seen[e.identity()] = true
 		}
 		d.seen[m.identity()] = true

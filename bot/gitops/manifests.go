@@ -24,6 +24,10 @@ type manifest struct {
 	Name       string
 	Namespace  string
 	Obj        map[string]any
+	// raw is Obj encoded as JSON, made once when the manifest is (newManifest)
+	// and shared by its copies: decode and refDigests read it instead of
+	// encoding Obj again at every round of discovery (Obj is only read).
+	raw []byte
 	// File is where it was declared (root-relative), Line its document's first line
 	// (0 when it came out of a render).
 	File string
@@ -114,7 +118,7 @@ func (m *manifest) namespaceOr(def string) string {
 // decode reads the manifest into a typed struct through JSON, naming the manifest in
 // the error.
 func (m *manifest) decode(into any) error {
-	b, err := json.Marshal(m.Obj)
+	b, err := m.json()
 	if err != nil {
 		return fmt.Errorf("%s: encoding %s %s: %w", m.where(), m.Kind, m.Name, err)
 	}
@@ -122,6 +126,15 @@ func (m *manifest) decode(into any) error {
 		return fmt.Errorf("%s: reading %s %s: %w", m.where(), m.Kind, m.Name, err)
 	}
 	return nil
+}
+
+// json is the manifest's object as JSON: raw, or Obj encoded now for a
+// manifest not made by newManifest.
+func (m *manifest) json() ([]byte, error) {
+	if m.raw != nil {
+		return m.raw, nil
+	}
+	return json.Marshal(m.Obj)
 }
 
 // interesting says whether discovery needs an object of this group and kind.
@@ -367,7 +380,7 @@ func newManifest(obj map[string]any) *manifest {
 	if err := json.Unmarshal(b, &clean); err != nil {
 		return nil
 	}
-	return &manifest{APIVersion: apiVersion, Kind: kind, Name: name, Namespace: ns, Obj: clean}
+	return &manifest{APIVersion: apiVersion, Kind: kind, Name: name, Namespace: ns, Obj: clean, raw: b}
 }
 
 // manifestsFromSet picks the interesting objects out of a target's render.

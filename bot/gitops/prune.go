@@ -561,7 +561,7 @@ func (d *discovery) refDigests() map[string]string {
 		if m.superseded || !isRef(m) {
 			continue
 		}
-		b, err := json.Marshal(m.Obj)
+		b, err := m.json()
 		if err != nil {
 			out[m.identity()] = "unencodable"
 			continue
