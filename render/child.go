@@ -332,7 +332,7 @@ func childDo(ctx context.Context, cr childRequest, file string, opts Options) (c
 		res, reusable, died, err := w.do(ctx, req, file, opts)
 		if died && reused && attempt == 0 && ctx.Err() == nil {
 			// It may have died of what its earlier renders used: again, fresh.
-			w.close()
+			renderers.discard(key, w)
 			continue
 		}
 		renderers.put(key, w, reusable)
