@@ -1,15 +1,12 @@
 package discover
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/driftpreview/driftpreview/bot/config"
 	"github.com/driftpreview/driftpreview/bot/gitops"
-	"github.com/driftpreview/driftpreview/render"
 )
 
 // TestInertChangeSearchesBaseOnly: a pull request that changes only files no
@@ -105,15 +102,7 @@ spec:
 			}
 			baseDir, headDir := writeRepo(t, all), writeRepo(t, all)
 			changed := tc.edit(t, headDir)
-			bi, hi := render.NewInputFinder(baseDir), render.NewInputFinder(headDir)
-			defer bi.Close()
-			defer hi.Close()
-			opts := gitops.DefaultOptions()
-			opts.RepoURLs = []string{"https://example.com/fleet.git"}
-			opts.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
-				return render.Render(ctx, root, t.Path, t.Render)
-			}
-			opts.Inputs = func(t config.Target) render.Inputs { return bi.Find(t.Path, t.Render).Merge(hi.Find(t.Path, t.Render)) }
+			opts := searchOptions(t, baseDir, headDir)
 			full, err := FromControllers(t.Context(), baseDir, headDir, opts)
 			if err != nil {
 				t.Fatal(err)

@@ -59,15 +59,7 @@ func TestPruneKeepsRenderMadeTargets(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(headDir, changed[0]), []byte(strings.Replace(files[changed[0]], `"1"`, `"3"`, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			bi, hi := render.NewInputFinder(baseDir), render.NewInputFinder(headDir)
-			defer bi.Close()
-			defer hi.Close()
-			opts := gitops.DefaultOptions()
-			opts.RepoURLs = []string{"https://example.com/fleet.git"}
-			opts.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
-				return render.Render(ctx, root, t.Path, t.Render)
-			}
-			opts.Inputs = func(t config.Target) render.Inputs { return bi.Find(t.Path, t.Render).Merge(hi.Find(t.Path, t.Render)) }
+			opts := searchOptions(t, baseDir, headDir)
 			full, err := FromControllers(t.Context(), baseDir, headDir, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -93,6 +85,24 @@ func TestPruneKeepsRenderMadeTargets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// searchOptions are discovery's options for a pair of checkouts: real
+// renders, the inputs of both sides (render.InputFinder, closed at the end
+// of the test), the fleet's repository URL.
+func searchOptions(t *testing.T, baseDir, headDir string) gitops.Options {
+	bi, hi := render.NewInputFinder(baseDir), render.NewInputFinder(headDir)
+	t.Cleanup(func() {
+		bi.Close()
+		hi.Close()
+	})
+	opts := gitops.DefaultOptions()
+	opts.RepoURLs = []string{"https://example.com/fleet.git"}
+	opts.Renderer = func(ctx context.Context, root string, t config.Target) (render.ObjectSet, error) {
+		return render.Render(ctx, root, t.Path, t.Render)
+	}
+	opts.Inputs = func(t config.Target) render.Inputs { return bi.Find(t.Path, t.Render).Merge(hi.Find(t.Path, t.Render)) }
+	return opts
 }
 
 func writeRepo(t *testing.T, files map[string]string) string {
