@@ -385,19 +385,20 @@ func discoverSides(ctx context.Context, baseDir, headDir string, opts gitops.Opt
 		if base, shared, err = sharedSearch(ctx, baseDir, headDir, opts); err != nil {
 			return nil, nil, err
 		}
-		if shared {
-			head = base
+	}
+	switch {
+	case shared:
+		head = base
+	case base != nil: // the base was searched alone: the head is searched now
+		if head, err = gitops.Discover(ctx, headDir, opts); err != nil {
+			return nil, nil, fmt.Errorf("discovering GitOps targets: %w", err)
+		}
+	default:
+		if base, head, err = both(opts); err != nil {
+			return nil, nil, err
 		}
 	}
 	if !shared {
-		if base != nil {
-			// The base searched alone already: the head is searched now.
-			if head, err = gitops.Discover(ctx, headDir, opts); err != nil {
-				return nil, nil, fmt.Errorf("discovering GitOps targets: %w", err)
-			}
-		} else if base, head, err = both(opts); err != nil {
-			return nil, nil, err
-		}
 		if len(base.Pruned)+len(head.Pruned) == 0 {
 			return base, head, nil
 		}
@@ -464,7 +465,8 @@ func inert(changed []string, baseDir, headDir string) bool {
 			if st, err := os.Stat(filepath.Join(root, filepath.FromSlash(path.Dir(c)))); err != nil || !st.IsDir() {
 				return false
 			}
-			if st, err := os.Lstat(filepath.Join(root, filepath.FromSlash(c))); err == nil && !st.Mode().IsRegular() || err != nil && !errors.Is(err, fs.ErrNotExist) {
+			st, err := os.Lstat(filepath.Join(root, filepath.FromSlash(c)))
+			if (err == nil && !st.Mode().IsRegular()) || (err != nil && !errors.Is(err, fs.ErrNotExist)) {
 				return false
 			}
 		}
