@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/diffing/live"
@@ -266,4 +267,30 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDecodeSchemas decodes the core group's OpenAPI v3 document (the
+// largest a simulation reads, about 1 MB) as a Read does for its type
+// converter (issue 25: every preview with a live cluster reads it once).
+//
+//	go test ./diffing/live -run '^$' -bench DecodeSchemas
+func BenchmarkDecodeSchemas(b *testing.B) {
+	disc, err := discovery.NewDiscoveryClientForConfig(cluster.Config())
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths, err := disc.OpenAPIV3().Paths()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := paths["api/v1"].Schema("application/json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if s, err := live.DecodeSchemas(raw); err != nil || s == nil || len(*s) < 100 {
+			b.Fatalf("%v schemas, %v", s, err)
+		}
+	}
 }

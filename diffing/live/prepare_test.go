@@ -27,8 +27,9 @@ var (
 type openAPIGets struct {
 	mu       sync.Mutex
 	n        int
-	cancelAt int    // the OpenAPI request (1 is the first) before which cancel is called
-	cancel   func() // nil: never
+	paths    map[string]int // requests by path
+	cancelAt int            // the OpenAPI request (1 is the first) before which cancel is called
+	cancel   func()         // nil: never
 	next     http.RoundTripper
 }
 
@@ -36,6 +37,10 @@ func (o *openAPIGets) RoundTrip(req *http.Request) (*http.Response, error) {
 	if strings.HasPrefix(req.URL.Path, "/openapi/v3") {
 		o.mu.Lock()
 		o.n++
+		if o.paths == nil {
+			o.paths = map[string]int{}
+		}
+		o.paths[req.URL.Path]++
 		var cancel func()
 		if o.n == o.cancelAt {
 			cancel = o.cancel
@@ -109,6 +114,41 @@ func TestPrepareSchemas(t *testing.T) {
 	}
 }
 
+// TestReadBuildsEachSchemaOnce: a Read builds the schemas of its objects'
+// GroupVersions while it lists them, each at most once although the
+// simulations that need them start meanwhile (issue 25): the index and every
+// document are read once, and the predictions are those of a Reader that
+// built them ahead.
+func TestReadBuildsEachSchemaOnce(t *testing.T) {
+	ns := cluster.Namespace(t)
+	ctx := t.Context()
+	cluster.InstallCRD(ctx, t, testcluster.FromYAML(t, widgetCRD))
+	base := set(deployment(t, ns, 2, "web"), configMap(t, ns, "cfg", map[string]any{"a": "1"}), configMap(t, ns, "cfg2", map[string]any{"a": "1"}), widget(t, ns, "w", 80))
+	for _, o := range base.Objects {
+		cluster.ApplyAs(ctx, t, o.Obj, "kustomize-controller")
+	}
+	head := set(deployment(t, ns, 3, "web"), configMap(t, ns, "cfg", map[string]any{"a": "2"}), configMap(t, ns, "cfg2", map[string]any{"a": "3"}), widget(t, ns, "w", 8080))
+	prepared := reader(t, nil)
+	prepared.PrepareSchemas(ctx, coreV1, appsV1, widgetV1)
+	want := mustRead(t, prepared, base, head, opts(ns))
+
+	gets := &openAPIGets{}
+	cfg := cluster.Config()
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { gets.next = rt; return gets }
+	got := mustRead(t, reader(t, cfg), base, head, opts(ns))
+	gets.mu.Lock()
+	paths := gets.paths
+	gets.mu.Unlock()
+	for _, p := range []string{"/openapi/v3", "/openapi/v3/api/v1", "/openapi/v3/apis/apps/v1", "/openapi/v3/apis/live.example.com/v1"} {
+		if paths[p] != 1 {
+			t.Errorf("%s read %d times, want once (all: %v)", p, paths[p], paths)
+		}
+	}
+	if !samePredictions(got, want) {
+		t.Errorf("predictions differ from a Reader that built its schemas ahead")
+	}
+}
+
 // samePredictions compares two Reads' predictions but for the times of their
 // managedFields entries (each simulation stamps its own now).
 func samePredictions(a, b *diffing.LiveState) bool {
@@ -129,5 +169,5 @@ func samePredictions(a, b *diffing.LiveState) bool {
 		}
 		return out
 	}
-	return len(a.Predictions) == 3 && reflect.DeepEqual(strip(a), strip(b))
+	return len(a.Predictions) >= 3 && len(a.Predictions) == len(b.Predictions) && reflect.DeepEqual(strip(a), strip(b))
 }

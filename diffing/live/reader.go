@@ -292,6 +292,12 @@ func (st *read) run(ctx context.Context, base, head render.ObjectSet) (*diffing.
 	if err := st.plan(base, head); err != nil {
 		return nil, err
 	}
+	// The simulations' schemas are built while the objects are listed.
+	var preparing sync.WaitGroup
+	defer preparing.Wait()
+	if gvs := st.likelyApplied(base, head); len(gvs) > 0 {
+		preparing.Go(func() { st.r.PrepareSchemas(ctx, gvs...) })
+	}
 	items, err := st.listAll(ctx)
 	if err != nil {
 		return nil, err
@@ -455,6 +461,33 @@ func (st *read) plan(base, head render.ObjectSet) error {
 		}
 	}
 	return nil
+}
+
+// likelyApplied are the GroupVersions, as head declares them, of the served
+// kinds of the head objects that base has too: most of them are live, and
+// predict simulates their apply with the GroupVersion's schema. A head object
+// new in the pull request is mostly not live, and is left to predict.
+func (st *read) likelyApplied(base, head render.ObjectSet) []schema.GroupVersion {
+	inBase := make(map[render.ObjectKey]bool, len(base.Objects))
+	for _, o := range base.Objects {
+		inBase[o.Key] = true
+	}
+	seen := map[schema.GroupVersion]bool{}
+	var gvs []schema.GroupVersion
+	for _, o := range head.Objects {
+		if o.Obj == nil || !inBase[o.Key] {
+			continue
+		}
+		gvk := o.Obj.GroupVersionKind()
+		if res, ok := st.cat.lookup(gvk.GroupKind(), gvk.Version); !ok || res.gvr.Version != gvk.Version {
+			continue
+		}
+		if gv := gvk.GroupVersion(); !seen[gv] {
+			seen[gv] = true
+			gvs = append(gvs, gv)
+		}
+	}
+	return gvs
 }
 
 // groupDiscovered fails when k's API group could not be discovered: its objects may
