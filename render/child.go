@@ -20,6 +20,8 @@ import (
 	"github.com/driftpreview/driftpreview/render/internal/initgc"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // A render runs untrusted templates and kustomizations, which can allocate without
@@ -81,6 +83,8 @@ type childRequest struct {
 	// Templates, when set, is a template job (templateJob) instead of a
 	// render: see ExecuteTemplates.
 	Templates json.RawMessage `json:"templates,omitempty"`
+	// WarmUp asks the process to warm up (childWarmUp) instead (Prestart).
+	WarmUp bool `json:"warmUp,omitempty"`
 }
 
 type childResult struct {
@@ -147,9 +151,12 @@ func childMain(in io.Reader, out io.Writer) int {
 		}
 		start := processCPU()
 		var res childResult
-		if req.Templates != nil {
+		switch {
+		case req.WarmUp:
+			childWarmUp()
+		case req.Templates != nil:
 			res = serveTemplates(req.Templates)
-		} else {
+		default:
 			res = childServe(req)
 		}
 		res.CPU = processCPU() - start
@@ -168,6 +175,16 @@ func childMain(in io.Reader, out io.Writer) int {
 			debug.SetGCPercent(childGCPercentFor(gcSample[0].Value.Uint64()))
 		}
 	}
+}
+
+// childWarmUp does ahead what a process's first kustomize render would do
+// first: kyaml parses its built-in OpenAPI schema (about 70 ms of CPU) on
+// the first lookup of a kind's schema, which strategic merge patches,
+// namespaces and name references make. It is the same global, parsed once
+// per process whoever asks first; a kustomization with its own openapi
+// field still replaces it (kustomize's SetSchema with reset).
+func childWarmUp() {
+	openapi.SchemaForResourceType(yaml.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"})
 }
 
 // childGCPercentFor is a render process's GOGC for a live heap of live bytes:
@@ -329,6 +346,7 @@ func childDo(ctx context.Context, cr childRequest, file string, opts Options) (c
 			return childAnswer{}, fmt.Errorf("rendering %s: %w", file, err)
 		}
 		reused := w.served > 0
+		renderers.sent.Add(1)
 		res, reusable, died, err := w.do(ctx, req, file, opts)
 		if died && reused && attempt == 0 && ctx.Err() == nil {
 			// It may have died of what its earlier renders used: again, fresh.

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -59,19 +60,23 @@ const (
 type pool struct {
 	mu   sync.Mutex
 	idle map[poolKey][]*worker
-	// busy counts the processes of each kind out serving a render, waiting
-	// the renders waiting for one of them to come back (get), and returned
-	// is closed (and replaced) whenever one comes back or ends.
-	busy, waiting map[poolKey]int
-	returned      chan struct{}
-	// started counts the processes started, for tests and benchmarks.
-	started atomic.Int64
+	// busy counts the processes of each kind out serving a render (or
+	// warming up: Prestart), warming those warming up, waiting the renders
+	// waiting for one of them to come back (get), and returned is closed
+	// (and replaced) whenever one comes back or ends.
+	busy, warming, waiting map[poolKey]int
+	returned               chan struct{}
+	// warmups counts the warm-ups under way, which Shutdown waits for.
+	warmups sync.WaitGroup
+	// started counts the processes started, sent the requests sent to them
+	// (warm-ups aside), for tests and benchmarks.
+	started, sent atomic.Int64
 }
 
 var renderers = newPool()
 
 func newPool() *pool {
-	return &pool{idle: map[poolKey][]*worker{}, busy: map[poolKey]int{}, waiting: map[poolKey]int{}, returned: make(chan struct{})}
+	return &pool{idle: map[poolKey][]*worker{}, busy: map[poolKey]int{}, warming: map[poolKey]int{}, waiting: map[poolKey]int{}, returned: make(chan struct{})}
 }
 
 // maxIdle is how many idle processes of one kind are kept: the pipeline renders
@@ -80,7 +85,10 @@ func maxIdle() int { return 2 * max(1, runtime.GOMAXPROCS(0)) }
 
 // get returns an idle process for key, or starts one; fresh always starts one.
 // With none idle, it first waits up to coldWait for a busy one to come back,
-// unless as many renders already wait as processes are busy.
+// unless as many renders already wait as processes are busy. A process
+// warming up (Prestart) takes two waiters, and the wait lasts until coldWait
+// after it is warm: it is ready sooner than a new process would be, and serves
+// the second render right after the first.
 func (p *pool) get(key poolKey, fresh bool) (*worker, error) {
 	if !fresh {
 		deadline := time.Now().Add(coldWait)
@@ -94,8 +102,11 @@ func (p *pool) get(key poolKey, fresh bool) (*worker, error) {
 				p.mu.Unlock()
 				return w, nil
 			}
+			if p.warming[key] > 0 {
+				deadline = time.Now().Add(coldWait)
+			}
 			left := time.Until(deadline)
-			if left <= 0 || p.waiting[key] >= p.busy[key] {
+			if left <= 0 || p.waiting[key] >= p.busy[key]+p.warming[key] {
 				break
 			}
 			p.waiting[key]++
@@ -138,34 +149,54 @@ func (p *pool) back(key poolKey) {
 }
 
 // Prestart starts render processes with opts' limits (the defaults for those
-// unset) until n of that kind are idle in the pool (at most maxIdle), and
-// returns once they are started, before they are ready: a process takes about
-// 20 ms of CPU to start, which a caller can overlap with its own work (the
-// preview does not: it starts them on demand, since a preview whose renders
-// are cached needs none). They serve the next renders with the
-// same limits like any idle process; unused, they end after idleTTL or at
-// Shutdown, reaped. An error starting one is not reported: the render that
-// would have used it starts its own and reports it.
+// unset) until n of that kind are idle or warming up in the pool (at most
+// maxIdle), and returns once they are started, before they are ready. Each
+// then warms up (childWarmUp: kustomize's OpenAPI schema, about 70 ms of
+// CPU, the largest part of a process's first kustomize render) and joins
+// the idle ones; a render that finds none idle waits for one warming up
+// (get). A preview starts one while it checks the pull request out, unless
+// the pull request changes only documentation (bot/preview): start and
+// warm-up overlap the checkout and discovery instead of delaying the first
+// render. They serve the next renders with the same limits like any idle
+// process; unused, they end after idleTTL or at Shutdown, reaped. An error
+// starting one is not reported: the render that would have used it starts
+// its own and reports it.
 func Prestart(opts Options, n int) {
 	opts = withDefaults(opts)
-	renderers.prestart(poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}, n)
+	renderers.prestart(poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}, n, opts)
 }
 
-func (p *pool) prestart(key poolKey, n int) {
+// warmUpRequest is the request that makes a render process warm up.
+var warmUpRequest = []byte("{\"warmUp\":true}\n")
+
+func (p *pool) prestart(key poolKey, n int, opts Options) {
 	p.mu.Lock()
-	want := min(n, maxIdle()) - len(p.idle[key])
-	// Each is busy until put in the pool.
+	want := min(n, maxIdle()) - len(p.idle[key]) - p.warming[key]
+	// Each is busy, warming up, until put in the pool.
 	p.busy[key] += max(0, want)
+	p.warming[key] += max(0, want)
+	p.warmups.Add(max(0, want))
 	p.mu.Unlock()
 	for i := range want {
 		w, err := p.start(key)
 		if err != nil {
 			p.mu.Lock()
 			p.busy[key] -= want - i
+			p.warming[key] -= want - i
+			p.warmups.Add(-(want - i))
+			close(p.returned)
+			p.returned = make(chan struct{})
 			p.mu.Unlock()
 			return
 		}
-		p.put(key, w, true)
+		go func() {
+			defer p.warmups.Done()
+			_, reusable, _, _ := w.do(context.Background(), warmUpRequest, "the render process's warm-up", opts)
+			p.mu.Lock()
+			p.warming[key]--
+			p.mu.Unlock()
+			p.put(key, w, reusable)
+		}()
 	}
 }
 
@@ -201,6 +232,11 @@ func (p *pool) put(key poolKey, w *worker, reusable bool) {
 // (for tests and benchmarks: a preview starts them only when it renders).
 func ProcessesStarted() int64 { return renderers.started.Load() }
 
+// RequestsSent counts the renders and template jobs this process sent to
+// render processes so far, warm-ups aside (for tests: a preview whose
+// renders are all cached sends none).
+func RequestsSent() int64 { return renderers.sent.Load() }
+
 // Shutdown ends the idle render processes and waits until they have exited
 // (each ends at the end of its input); a program calls it before it exits, so
 // the processes are reaped and their CPU time and memory count as its
@@ -209,6 +245,8 @@ func ProcessesStarted() int64 { return renderers.started.Load() }
 func Shutdown() { renderers.shutdown() }
 
 func (p *pool) shutdown() {
+	// Processes warming up are idle ones a moment later.
+	p.warmups.Wait()
 	p.mu.Lock()
 	var all []*worker
 	for _, ws := range p.idle {

@@ -1,6 +1,12 @@
 package render
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -80,5 +86,108 @@ func TestPoolWaitsForABusyProcess(t *testing.T) {
 	p.mu.Unlock()
 	if busy != 0 {
 		t.Errorf("all processes back: %d counted busy, want 0", busy)
+	}
+}
+
+// TestPoolWaitsForAWarmingProcess: a process started ahead (prestart) takes
+// two waiting renders while it warms up, however long the warm-up takes, and
+// serves both one after the other: no second process is started. Shutdown
+// waits for a warm-up under way and reaps the process (issue 25).
+func TestPoolWaitsForAWarmingProcess(t *testing.T) {
+	p := newPool()
+	defer p.shutdown()
+	opts := DefaultOptions()
+	opts.MaxCPUTime = 56 * time.Second
+	key := poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}
+	p.prestart(key, 1, opts)
+	p.mu.Lock()
+	warming, busy := p.warming[key], p.busy[key]
+	p.mu.Unlock()
+	if p.started.Load() != 1 || warming != 1 || busy != 1 {
+		t.Fatalf("prestart: %d started, %d warming, %d busy; want 1, 1, 1", p.started.Load(), warming, busy)
+	}
+	p.prestart(key, 1, opts) // one is warming up already
+	if n := p.started.Load(); n != 1 {
+		t.Fatalf("a second prestart of one started %d processes in all, want 1", n)
+	}
+	got := make(chan *worker, 2)
+	for range 2 {
+		go func() {
+			w, err := p.get(key, false)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- w
+			p.put(key, w, true) // served at once
+		}()
+	}
+	w1, w2 := <-got, <-got
+	if w1 == nil || w1 != w2 || p.started.Load() != 1 {
+		t.Fatalf("two renders while the only process warmed up: %d processes started, want both served by the warmed one", p.started.Load())
+	}
+	if w1.served != 1 {
+		t.Errorf("the warmed process was sent %d requests, want 1 (its warm-up)", w1.served)
+	}
+
+	// Shut down during a warm-up: waited for, then ended and reaped (its CPU
+	// time, the warm-up's, is added to the children's).
+	q := newPool()
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
+	q.prestart(key, 1, opts)
+	q.shutdown()
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
+	q.mu.Lock()
+	warming, idle := q.warming[key], len(q.idle[key])
+	q.mu.Unlock()
+	if warming != 0 || idle != 0 {
+		t.Fatalf("after shutdown: %d warming, %d idle, want none", warming, idle)
+	}
+	if after.Utime.Nano()+after.Stime.Nano() <= before.Utime.Nano()+before.Stime.Nano() {
+		t.Errorf("no children's CPU time was added: the process warming up was not reaped by shutdown")
+	}
+}
+
+// TestChildWarmUp: a render process answers a warm-up request (Prestart's)
+// with an empty answer and serves a render after it, as if the warm-up had
+// not been asked.
+func TestChildWarmUp(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "k"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"kustomization.yaml": "resources: [cm.yaml]\npatches:\n- patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: c}\n    data: {b: \"2\"}\n",
+		"cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: \"1\"}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(root, "k", name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := json.Marshal(childRequest{Root: root, Target: "k", Opts: DefaultOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.NewReader(string(warmUpRequest) + string(req) + "\n")
+	var out bytes.Buffer
+	if code := childMain(in, &out); code != 0 {
+		t.Fatalf("childMain exited %d", code)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d answers, want 2 (the warm-up's and the render's):\n%s", len(lines), out.String())
+	}
+	var warm, res childResult
+	if err := json.Unmarshal([]byte(lines[0]), &warm); err != nil {
+		t.Fatal(err)
+	}
+	if warm.Exit || warm.Error != nil || len(warm.Objects) != 0 {
+		t.Errorf("warm-up answer %s, want an empty one", lines[0])
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != nil || len(res.Objects) != 1 || !strings.Contains(lines[1], `"b":"2"`) || !strings.Contains(lines[1], `"a":"1"`) {
+		t.Errorf("render after the warm-up answered %s, want the patched ConfigMap", lines[1])
 	}
 }

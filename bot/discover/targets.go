@@ -446,6 +446,23 @@ func sharedSearch(ctx context.Context, baseDir, headDir string, opts gitops.Opti
 // YAML or JSON scan, no render without a file naming them (mayBeRead).
 var inertExts = []string{".md", ".markdown", ".rst", ".adoc", ".txt", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".ico"}
 
+// DocsOnly says whether every changed file is documentation or a picture
+// by its name (inertExts), and one at least is: a pull request of those
+// renders nothing unless a manifest names one of them (inert says more, from
+// the checkouts). A preview reads it before the checkouts are made, to start
+// a render process ahead only when one is likely needed.
+func DocsOnly(changed []string) bool {
+	if len(changed) == 0 {
+		return false
+	}
+	for _, c := range changed {
+		if !slices.Contains(inertExts, strings.ToLower(path.Ext(c))) {
+			return false
+		}
+	}
+	return true
+}
+
 // inert says whether every changed file is one discovery does not read
 // unless a manifest names it, and whose change leaves the checkouts'
 // directories as they are: a documentation file or a picture (inertExts)

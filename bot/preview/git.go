@@ -25,6 +25,9 @@ type repo struct {
 	// env is added to every git command (the bot passes credentials this way, never
 	// through files or URLs on disk).
 	env []string
+	// listed, when set, hears checkoutBoth's list of changed files as soon as
+	// git gives it, while the trees are still being written.
+	listed func(changed []string)
 }
 
 func (r repo) git(ctx context.Context, extraEnv []string, args ...string) ([]byte, error) {
@@ -161,7 +164,12 @@ func (r repo) checkoutBoth(ctx context.Context, base, head, parent string) (chec
 		errs    [3]error
 		changed sync.WaitGroup
 	)
-	changed.Go(func() { co.changed, errs[2] = r.changed(ctx, base, head) })
+	changed.Go(func() {
+		co.changed, errs[2] = r.changed(ctx, base, head)
+		if errs[2] == nil && r.listed != nil {
+			r.listed(co.changed)
+		}
+	})
 	// fail returns once the changed files are listed: the listing writes co,
 	// which the return copies (a deferred Wait would run after the copy).
 	fail := func(err error) (checkouts, error) {

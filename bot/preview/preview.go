@@ -177,6 +177,15 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	// while they are made (prefetchDiscovery).
 	warm, stopWarm := prefetchDiscovery(ctx, req)
 	defer stopWarm()
+	r.listed = func(changed []string) {
+		if len(req.Targets) > 0 || req.AllTargets || !discover.DocsOnly(changed) && len(changed) > 0 {
+			// A render is likely: a render process starts and warms up
+			// while the trees are written and the targets found, instead
+			// of at the first render (render.Prestart). Previews in one
+			// process share the pool: one already idle is not doubled.
+			render.Prestart(render.Options{}, 1)
+		}
+	}
 	co, err := r.checkoutBoth(ctx, baseSHA, headSHA, req.CheckoutDir)
 	tmp := co.tmp
 	if tmp != "" {

@@ -2,6 +2,7 @@ package preview
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,10 +12,13 @@ import (
 	"github.com/driftpreview/driftpreview/render"
 )
 
-// TestRenderProcessesOnDemand: a preview starts render processes only when it
-// renders (issue 25: each costs about 20 ms of CPU to start). A PR whose
-// renders are all cached starts none; one with a render to run starts them,
-// and they render it (the change is in the report).
+// TestRenderProcessesOnDemand: a preview starts render processes when it may
+// render (issue 25: each costs about 20 ms of CPU to start, and a first
+// kustomize render 70 ms more). One with a render to run starts them, and
+// they render it (the change is in the report); a PR whose renders are all
+// cached sends them nothing and starts at most the one started ahead of a
+// change to a manifest (render.Prestart); a PR that changes only
+// documentation starts none.
 func TestRenderProcessesOnDemand(t *testing.T) {
 	// Values no other test renders: the process-wide content cache is cold.
 	// Applications, not an ApplicationSet: its templates run in a render
@@ -40,14 +44,17 @@ spec:
 	}
 	base, head := tree("a"), tree("b")
 	repo := gitfixture.BaseHead(t, base, head)
-	run := func() (*diffing.Report, int64) {
+	run := func(repo string) (rep *diffing.Report, started, sent int64) {
 		t.Helper()
-		before := render.ProcessesStarted()
+		before, sentBefore := render.ProcessesStarted(), render.RequestsSent()
 		rep, err := Run(t.Context(), Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{budgetRepoURL}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rep, render.ProcessesStarted() - before
+		// Shutdown waits for a process warming up (Prestart), so the count
+		// is the run's.
+		render.Shutdown()
+		return rep, render.ProcessesStarted() - before, render.RequestsSent() - sentBefore
 	}
 	changed := func(rep *diffing.Report) string {
 		for _, tr := range rep.Targets {
@@ -62,19 +69,38 @@ spec:
 	// Render processes of earlier tests may be idle in the pool: ended, so
 	// that this run must start its own.
 	render.Shutdown()
-	rep, started := run()
-	if started == 0 {
-		t.Errorf("the first preview started no render process")
+	rep, started, sent := run(repo)
+	if started == 0 || sent == 0 {
+		t.Errorf("the first preview started %d render processes and sent them %d renders, want some", started, sent)
 	}
 	if got := changed(rep); got != "app-0 modified c" {
 		t.Errorf("first preview: changed %q, want app-0 modified c (the render processes rendered it)", got)
 	}
-	render.Shutdown()
-	rep, started = run()
-	if started != 0 {
-		t.Errorf("a preview whose renders are all cached started %d render processes, want none", started)
+	// Cached: nothing is rendered. One process may be started ahead
+	// (render.Prestart), as the pull request changes a manifest.
+	rep, started, sent = run(repo)
+	if sent != 0 || started > 1 {
+		t.Errorf("a preview whose renders are all cached sent %d renders to %d new render processes, want none to at most the one started ahead", sent, started)
 	}
 	if got := changed(rep); got != "app-0 modified c" {
 		t.Errorf("cached preview: changed %q, want app-0 modified c", got)
+	}
+
+	// A pull request that changes only documentation starts none ahead.
+	docs := func(text string) string {
+		dir := base
+		out := t.TempDir()
+		if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+		writeTree(t, out, map[string]string{"README.md": text})
+		return out
+	}
+	rep, started, sent = run(gitfixture.BaseHead(t, docs("# a\n"), docs("# b\n")))
+	if started != 0 || sent != 0 {
+		t.Errorf("a README-only preview started %d render processes and sent %d renders, want none", started, sent)
+	}
+	if got := changed(rep); got != "" {
+		t.Errorf("README-only preview: changed %q, want nothing", got)
 	}
 }
