@@ -52,6 +52,16 @@ type gitIndex struct {
 	dirs  map[string]bool
 }
 
+// entry is rel's tree entry when git wrote it as its blob's bytes (a regular
+// file the tree lists); g may be nil.
+func (g *gitIndex) entry(rel string) (GitFile, bool) {
+	if g == nil {
+		return GitFile{}, false
+	}
+	e, ok := g.tree[rel]
+	return e, ok && e.regular()
+}
+
 func (g *gitIndex) index() {
 	g.once.Do(func() {
 		g.paths = make([]string, 0, len(g.tree))

@@ -121,6 +121,10 @@ type InputFinder struct {
 	// git, when set, keys targets by git's blob ids (NewInputFinderTree).
 	git *gitIndex
 
+	// parses, when set, is shared with the finders of other checkouts
+	// (ShareParses).
+	parses *parseShare
+
 	// unshared, for tests, makes the finder look every path up again, each
 	// through os.Root as a walk of one target on its own did.
 	unshared bool
@@ -301,11 +305,53 @@ type readKey struct {
 
 // fileRead is one file read through the sandbox, and its YAML once parsed.
 type fileRead struct {
-	data   []byte
-	err    error
+	data []byte
+	err  error
+	// yamlOf is the file's parse: its own, or one shared with the files of
+	// the same blob in other checkouts (ShareParses).
+	yamlOf *parsedYAML
+}
+
+// parsedYAML is a file's first YAML document's top node, resolved (nil when
+// there is none), and whether the file parses as YAML, made once. Its nodes
+// are only read.
+type parsedYAML struct {
 	once   sync.Once
-	node   *yaml.Node // the first document's top node, resolved; nil when there is none
-	parsed bool       // the file parses as YAML
+	node   *yaml.Node
+	parsed bool
+}
+
+// parseShare keeps the parses of the files of a pair of checkouts by git
+// blob id (ShareParses).
+type parseShare struct {
+	mu sync.Mutex
+	m  map[string]*parsedYAML
+}
+
+func (p *parseShare) of(blob string) *parsedYAML {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	y := p.m[blob]
+	if y == nil {
+		y = &parsedYAML{}
+		p.m[blob] = y
+	}
+	return y
+}
+
+// ShareParses makes finders of checkouts that only git wrote
+// (NewInputFinderTree) parse a file whose blob another of them parsed
+// already no more: a pull request's base and head hold nearly all their
+// files alike, and their targets' walks parse every kustomization (issue
+// 25). A file git wrote as other than its blob's bytes (its tree entry
+// left out of the GitTree) is parsed on its own.
+func ShareParses(finders ...*InputFinder) {
+	share := &parseShare{m: map[string]*parsedYAML{}}
+	for _, f := range finders {
+		if f.git != nil {
+			f.parses = share
+		}
+	}
 }
 
 // read reads rel through the sandbox with the per-file limit maxFile, once
@@ -318,7 +364,11 @@ func (f *InputFinder) read(sb *sandbox, rel string) (*fileRead, error) {
 	}
 	r := memo(f, f.reads, readKey{c, sb.maxFile}, func() *fileRead {
 		data, err := (&sandbox{root: f.root, maxFile: sb.maxFile}).readFile(c)
-		return &fileRead{data: data, err: err}
+		r := &fileRead{data: data, err: err, yamlOf: &parsedYAML{}}
+		if e, ok := f.git.entry(c); ok && f.parses != nil && err == nil {
+			r.yamlOf = f.parses.of(e.ID)
+		}
+		return r
 	})
 	if r.err != nil {
 		return nil, r.err
@@ -332,17 +382,18 @@ func (f *InputFinder) read(sb *sandbox, rel string) (*fileRead, error) {
 // yaml is the file's first YAML document's top node (nil when there is none),
 // and whether the file parses.
 func (r *fileRead) yaml(file string) (*yaml.Node, bool) {
-	r.once.Do(func() {
+	y := r.yamlOf
+	y.once.Do(func() {
 		docs, err := DecodeYAML(r.data, file)
 		if err != nil {
 			return
 		}
-		r.parsed = true
+		y.parsed = true
 		if len(docs) > 0 {
-			r.node = resolve(docs[0].Node)
+			y.node = resolve(docs[0].Node)
 		}
 	})
-	return r.node, r.parsed
+	return y.node, y.parsed
 }
 
 type inputWalker struct {

@@ -227,6 +227,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	// content keys of renders); closed before the checkouts are removed.
 	// Content keys come from git's blob ids where the checkout is the blobs.
 	baseInputs, headInputs := render.NewInputFinderTree(baseDir, co.baseTree.entries), render.NewInputFinderTree(headDir, co.headTree.entries)
+	render.ShareParses(baseInputs, headInputs)
 	defer baseInputs.Close()
 	defer headInputs.Close()
 	cache := newRenderCache()
