@@ -55,6 +55,8 @@ const (
 	// and about the same wall clock. A long render makes the next wait
 	// this long once.
 	coldWait = 75 * time.Millisecond
+	// warmWait bounds a render's wait for a process warming up (get).
+	warmWait = time.Second
 )
 
 type pool struct {
@@ -66,8 +68,9 @@ type pool struct {
 	// (and replaced) whenever one comes back or ends.
 	busy, warming, waiting map[poolKey]int
 	returned               chan struct{}
-	// warmups counts the warm-ups under way, which Shutdown waits for.
-	warmups sync.WaitGroup
+	// warmedUp is signalled (with mu) whenever a warm-up ends; Shutdown
+	// waits on it until none is under way.
+	warmedUp *sync.Cond
 	// started counts the processes started, sent the requests sent to them
 	// (warm-ups aside), for tests and benchmarks.
 	started, sent atomic.Int64
@@ -76,7 +79,9 @@ type pool struct {
 var renderers = newPool()
 
 func newPool() *pool {
-	return &pool{idle: map[poolKey][]*worker{}, busy: map[poolKey]int{}, warming: map[poolKey]int{}, waiting: map[poolKey]int{}, returned: make(chan struct{})}
+	p := &pool{idle: map[poolKey][]*worker{}, busy: map[poolKey]int{}, warming: map[poolKey]int{}, waiting: map[poolKey]int{}, returned: make(chan struct{})}
+	p.warmedUp = sync.NewCond(&p.mu)
+	return p
 }
 
 // maxIdle is how many idle processes of one kind are kept: the pipeline renders
@@ -86,12 +91,15 @@ func maxIdle() int { return 2 * max(1, runtime.GOMAXPROCS(0)) }
 // get returns an idle process for key, or starts one; fresh always starts one.
 // With none idle, it first waits up to coldWait for a busy one to come back,
 // unless as many renders already wait as processes are busy. A process
-// warming up (Prestart) takes two waiters, and the wait lasts until coldWait
-// after it is warm: it is ready sooner than a new process would be, and serves
-// the second render right after the first.
+// warming up (Prestart) takes two waiters, and the wait lasts while it warms
+// up and coldWait more once it is warm (at most warmWait in all): it is ready
+// sooner than a new process would be, and serves the second render right
+// after the first.
 func (p *pool) get(key poolKey, fresh bool) (*worker, error) {
 	if !fresh {
-		deadline := time.Now().Add(coldWait)
+		start := time.Now()
+		deadline := start.Add(coldWait)
+		sawWarming := false
 		p.mu.Lock()
 		for {
 			if ws := p.idle[key]; len(ws) > 0 {
@@ -102,8 +110,15 @@ func (p *pool) get(key poolKey, fresh bool) (*worker, error) {
 				p.mu.Unlock()
 				return w, nil
 			}
-			if p.warming[key] > 0 {
-				deadline = time.Now().Add(coldWait)
+			switch {
+			case p.warming[key] > 0:
+				deadline, sawWarming = time.Now().Add(coldWait), true
+			case sawWarming:
+				// Warm now, and serving the render that waited first.
+				deadline, sawWarming = time.Now().Add(coldWait), false
+			}
+			if limit := start.Add(warmWait); deadline.After(limit) {
+				deadline = limit
 			}
 			left := time.Until(deadline)
 			if left <= 0 || p.waiting[key] >= p.busy[key]+p.warming[key] {
@@ -175,7 +190,6 @@ func (p *pool) prestart(key poolKey, n int, opts Options) {
 	// Each is busy, warming up, until put in the pool.
 	p.busy[key] += max(0, want)
 	p.warming[key] += max(0, want)
-	p.warmups.Add(max(0, want))
 	p.mu.Unlock()
 	for i := range want {
 		w, err := p.start(key)
@@ -183,33 +197,44 @@ func (p *pool) prestart(key poolKey, n int, opts Options) {
 			p.mu.Lock()
 			p.busy[key] -= want - i
 			p.warming[key] -= want - i
-			p.warmups.Add(-(want - i))
+			p.warmedUp.Broadcast()
 			close(p.returned)
 			p.returned = make(chan struct{})
 			p.mu.Unlock()
 			return
 		}
 		go func() {
-			defer p.warmups.Done()
 			_, reusable, _, _ := w.do(context.Background(), warmUpRequest, "the render process's warm-up", opts)
-			p.mu.Lock()
-			p.warming[key]--
-			p.mu.Unlock()
-			p.put(key, w, reusable)
+			p.putBack(key, w, reusable, true)
 		}()
 	}
 }
 
 // put returns w, a process get gave out, to the pool, or ends it when it may
 // not serve again.
-func (p *pool) put(key poolKey, w *worker, reusable bool) {
+func (p *pool) put(key poolKey, w *worker, reusable bool) { p.putBack(key, w, reusable, false) }
+
+// putBack is put, of a process that warmed up (prestart) when warmed: it is
+// counted as warming no more in the same step as it is made idle, so a
+// render never sees it neither warming nor idle.
+func (p *pool) putBack(key poolKey, w *worker, reusable, warmed bool) {
+	done := func() {
+		if warmed {
+			p.warming[key]--
+			p.warmedUp.Broadcast()
+		}
+		p.back(key)
+	}
 	if !reusable || w.served >= maxServed {
-		p.discard(key, w)
+		w.close()
+		p.mu.Lock()
+		done()
+		p.mu.Unlock()
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	defer p.back(key)
+	defer done()
 	if len(p.idle[key]) >= maxIdle() {
 		go w.close()
 		return
@@ -245,9 +270,11 @@ func RequestsSent() int64 { return renderers.sent.Load() }
 func Shutdown() { renderers.shutdown() }
 
 func (p *pool) shutdown() {
-	// Processes warming up are idle ones a moment later.
-	p.warmups.Wait()
 	p.mu.Lock()
+	// Processes warming up are idle ones a moment later.
+	for p.warmingNow() > 0 {
+		p.warmedUp.Wait()
+	}
 	var all []*worker
 	for _, ws := range p.idle {
 		all = append(all, ws...)
@@ -268,6 +295,15 @@ func (p *pool) shutdown() {
 		}
 		_ = w.outFile.Close()
 	}
+}
+
+// warmingNow counts the processes warming up, of every kind. p.mu is held.
+func (p *pool) warmingNow() int {
+	n := 0
+	for _, k := range p.warming {
+		n += k
+	}
+	return n
 }
 
 // worker is one render process.

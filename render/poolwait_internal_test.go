@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // TestPoolWaitsForABusyProcess: with no idle render process, a render waits
@@ -90,8 +94,8 @@ func TestPoolWaitsForABusyProcess(t *testing.T) {
 }
 
 // TestPoolWaitsForAWarmingProcess: a process started ahead (prestart) takes
-// two waiting renders while it warms up, however long the warm-up takes, and
-// serves both one after the other: no second process is started. Shutdown
+// two waiting renders while it warms up (up to warmWait), and serves both one
+// after the other, the first for a while: no second process is started. Shutdown
 // waits for a warm-up under way and reaps the process (issue 25).
 func TestPoolWaitsForAWarmingProcess(t *testing.T) {
 	p := newPool()
@@ -118,7 +122,10 @@ func TestPoolWaitsForAWarmingProcess(t *testing.T) {
 				t.Error(err)
 			}
 			got <- w
-			p.put(key, w, true) // served at once
+			// A render shorter than coldWait: the other waiter, whose wait
+			// runs coldWait past the warm-up, gets the process next.
+			time.Sleep(coldWait / 2)
+			p.put(key, w, true)
 		}()
 	}
 	w1, w2 := <-got, <-got
@@ -183,6 +190,19 @@ func TestChildWarmUp(t *testing.T) {
 	}
 	if warm.Exit || warm.Error != nil || len(warm.Objects) != 0 {
 		t.Errorf("warm-up answer %s, want an empty one", lines[0])
+	}
+	// The warm-up parsed kyaml's schema: a lookup after it parses nothing
+	// (a parse allocates hundreds of thousands of objects).
+	openapi.ResetOpenAPI()
+	childWarmUp()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if openapi.SchemaForResourceType(yaml.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}) == nil {
+		t.Fatal("no schema for apps/v1 Deployment")
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.Mallocs - before.Mallocs; n > 10_000 {
+		t.Errorf("a schema lookup after the warm-up allocated %d objects: the warm-up did not parse the schema", n)
 	}
 	if err := json.Unmarshal([]byte(lines[1]), &res); err != nil {
 		t.Fatal(err)

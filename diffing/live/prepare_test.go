@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -132,10 +134,33 @@ func TestReadBuildsEachSchemaOnce(t *testing.T) {
 	prepared.PrepareSchemas(ctx, coreV1, appsV1, widgetV1)
 	want := mustRead(t, prepared, base, head, opts(ns))
 
+	// The LISTs of the namespace wait (up to 10 s) for a schema's document to
+	// be asked for: the Read builds them while it lists, not after.
 	gets := &openAPIGets{}
+	docAsked := make(chan struct{})
+	var once sync.Once
+	var late atomic.Bool
 	cfg := cluster.Config()
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { gets.next = rt; return gets }
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		gets.next = rt
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			switch {
+			case strings.HasPrefix(req.URL.Path, "/openapi/v3/api"):
+				once.Do(func() { close(docAsked) })
+			case strings.Contains(req.URL.Path, "/namespaces/"+ns+"/"):
+				select {
+				case <-docAsked:
+				case <-time.After(10 * time.Second):
+					late.Store(true)
+				}
+			}
+			return gets.RoundTrip(req)
+		})
+	}
 	got := mustRead(t, reader(t, cfg), base, head, opts(ns))
+	if late.Load() {
+		t.Errorf("no OpenAPI document was asked for while the objects were listed")
+	}
 	gets.mu.Lock()
 	paths := gets.paths
 	gets.mu.Unlock()
@@ -148,6 +173,10 @@ func TestReadBuildsEachSchemaOnce(t *testing.T) {
 		t.Errorf("predictions differ from a Reader that built its schemas ahead")
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // samePredictions compares two Reads' predictions but for the times of their
 // managedFields entries (each simulation stamps its own now).

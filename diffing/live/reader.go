@@ -292,11 +292,15 @@ func (st *read) run(ctx context.Context, base, head render.ObjectSet) (*diffing.
 	if err := st.plan(base, head); err != nil {
 		return nil, err
 	}
-	// The simulations' schemas are built while the objects are listed.
+	// The simulations' schemas are built while the objects are listed. A
+	// Read that ends early stops the builds (a stopped build is not kept)
+	// and waits for them: the cancel runs first.
 	var preparing sync.WaitGroup
 	defer preparing.Wait()
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if gvs := st.likelyApplied(base, head); len(gvs) > 0 {
-		preparing.Go(func() { st.r.PrepareSchemas(ctx, gvs...) })
+		preparing.Go(func() { st.r.PrepareSchemas(pctx, gvs...) })
 	}
 	items, err := st.listAll(ctx)
 	if err != nil {
