@@ -148,17 +148,17 @@ func (p *pool) get(key poolKey, fresh bool) (*worker, error) {
 }
 
 // discard ends w, a process get gave out, instead of putting it back.
-func (p *pool) discard(key poolKey, w *worker) {
-	w.close()
-	p.mu.Lock()
-	p.back(key)
-	p.mu.Unlock()
-}
+func (p *pool) discard(key poolKey, w *worker) { p.putBack(key, w, false, false) }
 
 // back counts a process get gave out as no longer busy and wakes the renders
 // waiting for one. p.mu is held.
 func (p *pool) back(key poolKey) {
 	p.busy[key]--
+	p.wake()
+}
+
+// wake wakes the renders waiting for a process to come back. p.mu is held.
+func (p *pool) wake() {
 	close(p.returned)
 	p.returned = make(chan struct{})
 }
@@ -198,8 +198,7 @@ func (p *pool) prestart(key poolKey, n int, opts Options) {
 			p.busy[key] -= want - i
 			p.warming[key] -= want - i
 			p.warmedUp.Broadcast()
-			close(p.returned)
-			p.returned = make(chan struct{})
+			p.wake()
 			p.mu.Unlock()
 			return
 		}

@@ -471,11 +471,11 @@ func DocsOnly(changed []string) bool {
 // directory could make a controller's path exist, and a symlink could
 // point anywhere.
 func inert(changed []string, baseDir, headDir string) bool {
-	if len(changed) == 0 {
+	if !DocsOnly(changed) {
 		return false
 	}
 	for _, c := range changed {
-		if !slices.Contains(inertExts, strings.ToLower(path.Ext(c))) || mayBeRead(c, baseDir, headDir) {
+		if mayBeRead(c, baseDir, headDir) {
 			return false
 		}
 		for _, root := range []string{baseDir, headDir} {

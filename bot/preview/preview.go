@@ -178,7 +178,7 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	warm, stopWarm := prefetchDiscovery(ctx, req)
 	defer stopWarm()
 	r.listed = func(changed []string) {
-		if len(req.Targets) > 0 || req.AllTargets || !discover.DocsOnly(changed) && len(changed) > 0 {
+		if len(req.Targets) > 0 || req.AllTargets || (len(changed) > 0 && !discover.DocsOnly(changed)) {
 			// A render is likely: a render process starts and warms up
 			// while the trees are written and the targets found, instead
 			// of at the first render (render.Prestart). Previews in one

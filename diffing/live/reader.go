@@ -472,14 +472,11 @@ func (st *read) plan(base, head render.ObjectSet) error {
 // predict simulates their apply with the GroupVersion's schema. A head object
 // new in the pull request is mostly not live, and is left to predict.
 func (st *read) likelyApplied(base, head render.ObjectSet) []schema.GroupVersion {
-	inBase := make(map[render.ObjectKey]bool, len(base.Objects))
-	for _, o := range base.Objects {
-		inBase[o.Key] = true
-	}
+	inBase := base.Index()
 	seen := map[schema.GroupVersion]bool{}
 	var gvs []schema.GroupVersion
 	for _, o := range head.Objects {
-		if o.Obj == nil || !inBase[o.Key] {
+		if o.Obj == nil || inBase[o.Key] == nil {
 			continue
 		}
 		gvk := o.Obj.GroupVersionKind()
