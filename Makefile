@@ -59,8 +59,8 @@ testdeps:
 
 ## test: every test, against the real test cluster; bot and diffing under -race
 test: testenv testdeps
-	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) test -count=1 -timeout 30m $(PLAIN_PKGS)
-	KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
+	DRIFTPREVIEW_CHECK_SOURCE_MARKERS=1 KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) test -count=1 -timeout 30m $(PLAIN_PKGS)
+	DRIFTPREVIEW_CHECK_SOURCE_MARKERS=1 KUBEBUILDER_ASSETS="$(TESTENV)" $(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 
 lint:
 	@missing=$$(comm -13 <($(GO) list $(RACE_PKGS) $(PLAIN_PKGS) | sort) <($(GO) list ./... | sort)); \

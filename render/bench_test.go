@@ -3,12 +3,16 @@ package render_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/driftpreview/driftpreview/fixtures/bench"
 	"github.com/driftpreview/driftpreview/render"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // Speed goals are measured here, never asserted in tests:
@@ -264,6 +268,82 @@ func BenchmarkRenderCheckout(b *testing.B) {
 				render.Shutdown()
 			}
 			b.ReportMetric(float64((cpuNow()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// BenchmarkPRWideRenders renders what a cold PR-wide of `make bench` renders at
+// T=200, both trees, target after target in this process (no render process,
+// no cache): every target through render.RenderInProcess ("render"), and the
+// 240 kustomize builds alone, krusty.Run over a wrapper like the one
+// renderKustomize generates, with origin annotations ("kustomize", what a
+// render cannot do without: the sources of the objects come from them) and
+// without ("kustomize-no-origins", for reference). cpu-s/op is the CPU time of
+// one run of all of them: the "kustomize" line is the floor that goal 4a of
+// issue 25 (10 s of CPU for the whole preview) has to fit above.
+//
+//	go test ./render -run '^$' -bench PRWideRenders -benchtime 3x
+func BenchmarkPRWideRenders(b *testing.B) {
+	r, base := benchRepo(b, 200)
+	files, _, err := r.Head(bench.PRWide)
+	if err != nil {
+		b.Fatal(err)
+	}
+	head := b.TempDir()
+	if err := bench.Write(head, files); err != nil {
+		b.Fatal(err)
+	}
+	trees := []string{base, head}
+	report := func(b *testing.B, start time.Duration) {
+		b.ReportMetric((cpuNow()-start).Seconds()/float64(b.N), "cpu-s/op")
+	}
+	b.Run("render", func(b *testing.B) {
+		start := cpuNow()
+		for b.Loop() {
+			for _, tree := range trees {
+				for _, t := range r.Targets {
+					if _, err := render.RenderInProcess(b.Context(), tree, t.Path, t.RenderOptionsFor(r.Variant)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		report(b, start)
+	})
+	for _, origins := range []bool{true, false} {
+		name, meta := "kustomize", "buildMetadata: [originAnnotations]\n"
+		if !origins {
+			name, meta = "kustomize-no-origins", ""
+		}
+		b.Run(name, func(b *testing.B) {
+			fsys := filesys.MakeFsOnDisk()
+			var wrappers []string
+			for _, tree := range trees {
+				for _, t := range r.Targets {
+					if t.Kind != bench.Kustomize {
+						continue
+					}
+					w := filepath.Join(tree, "wrap", t.Name)
+					k := "resources: [" + filepath.Join("../..", t.Path) + "]\n" + meta
+					if err := os.MkdirAll(w, 0o755); err != nil {
+						b.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(w, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+						b.Fatal(err)
+					}
+					wrappers = append(wrappers, w)
+				}
+			}
+			start := cpuNow()
+			for b.Loop() {
+				for _, w := range wrappers {
+					if _, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, w); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			report(b, start)
+			b.ReportMetric(float64(len(wrappers)), "builds/op")
 		})
 	}
 }

@@ -40,6 +40,9 @@ type kfs struct {
 	overlayDirs map[string]bool
 	// helm inflates helmCharts (helmcharts.go).
 	helm *helmKustomize
+	// marks, when set, marks the documents of resource files with their
+	// source (markers.go).
+	marks *sourceMarks
 	// mounts are the fetched remote bases: virtual top directory ("/remote-0")
 	// → its sandbox; remoteDirs maps each remote entry, as kustomizations write
 	// it, to the virtual directory it is served at.
@@ -316,6 +319,14 @@ func (k *kfs) Walk(p string, fn filepath.WalkFunc) error {
 }
 
 func (k *kfs) ReadFile(p string) ([]byte, error) {
+	data, err := k.readFile(p)
+	if err == nil && k.marks != nil {
+		data = k.marks.serve(clean(p), data)
+	}
+	return data, err
+}
+
+func (k *kfs) readFile(p string) ([]byte, error) {
 	c := clean(p)
 	if data, ok := k.overlay[c]; ok {
 		return data, nil

@@ -99,32 +99,87 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 			break
 		}
 	}
+	var gen []byte
+	if kustFile == "" {
+		var err error
+		if gen, err = generateKustomization(ctx, sb, dir); err != nil {
+			return ObjectSet{}, err
+		}
+		kustFile = path.Join(dir, "kustomization.yaml")
+	}
+	if !markersRefused.has(dir) {
+		read, out := sb.usage()
+		set, final, err := buildKustomize(ctx, sb, dir, kustFile, gen, opts, newSourceMarks())
+		if final && err == nil && checkSourceMarkers {
+			err = checkMarkedBuild(ctx, sb, dir, kustFile, gen, opts, set)
+		}
+		if final {
+			markedBuilds.Add(1)
+			return set, err
+		}
+		markerFallbacks.Add(1)
+		// Built again with origin annotations, as if the first build had not
+		// been: what it read and printed is not counted twice.
+		sb.setUsage(read, out)
+		markersRefused.add(dir)
+	}
+	set, _, err := buildKustomize(ctx, sb, dir, kustFile, gen, opts, nil)
+	return set, err
+}
+
+// markersRefused are the targets whose build source markers could not account
+// for (markers.go), so their next builds (the other side of the PR) go straight
+// to origin annotations. Bounded: past maxOriginMemo targets it starts again.
+var markersRefused = dirSet{m: map[string]bool{}}
+
+type dirSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (d *dirSet) has(dir string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.m[dir]
+}
+
+func (d *dirSet) add(dir string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.m) >= maxOriginMemo {
+		clear(d.m)
+	}
+	d.m[dir] = true
+}
+
+// buildKustomize runs one kustomize build of the target in dir: with source
+// markers when marks is set, else with origin annotations. final is false when
+// the markers cannot account for the build's objects, or the build failed
+// with markers (built again with origin annotations, the error names the
+// lines of the files as they are): the caller builds again without them.
+func buildKustomize(ctx context.Context, sb *sandbox, dir, kustFile string, gen []byte, opts Options, marks *sourceMarks) (set ObjectSet, final bool, err error) {
 	fsys := newKFS(sb)
 	fsys.helm = newHelmKustomize(ctx, opts, path.Join(checkoutMount, dir))
 	sb.remotes = opts.Kustomize.RemoteBases
 	if err := fsys.mountRemotes(opts.Kustomize.RemoteBases); err != nil {
-		return ObjectSet{}, err
+		return ObjectSet{}, true, err
 	}
 	defer fsys.closeMounts()
-	if kustFile == "" {
-		gen, err := generateKustomization(ctx, sb, dir)
-		if err != nil {
-			return ObjectSet{}, err
-		}
-		kustFile = path.Join(dir, "kustomization.yaml")
+	if gen != nil {
 		fsys.overlay[path.Join(checkoutMount, kustFile)] = gen
 	}
-	wrapper, err := wrapperKustomization(sb, dir, opts.Kustomize)
+	wrapper, err := wrapperKustomization(sb, dir, opts.Kustomize, marks == nil)
 	if err != nil {
-		return ObjectSet{}, err
+		return ObjectSet{}, true, err
 	}
 	fsys.overlay[wrapperDir+"/kustomization.yaml"] = wrapper
 	fsys.helm.noteChildren(fsys, wrapperDir, wrapper)
+	fsys.marks = marks
 
 	select {
 	case kustomizeLock <- struct{}{}:
 	case <-ctx.Done():
-		return ObjectSet{}, ctx.Err()
+		return ObjectSet{}, true, ctx.Err()
 	}
 	rm, err := func() (resmap.ResMap, error) {
 		defer func() { <-kustomizeLock }()
@@ -133,26 +188,85 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 		return k.Run(fsys, wrapperDir)
 	}()
 	if err != nil {
-		if fsys.violation != nil {
-			return ObjectSet{}, fsys.violation
+		if ctx.Err() != nil {
+			return ObjectSet{}, true, ctx.Err()
 		}
-		return ObjectSet{}, kustomizeError(sb, fsys, kustFile, err)
+		if marks != nil {
+			return ObjectSet{}, false, nil
+		}
+		if fsys.violation != nil {
+			return ObjectSet{}, true, fsys.violation
+		}
+		return ObjectSet{}, true, kustomizeError(sb, fsys, kustFile, err)
 	}
 	objs, notes, err := kustomizeOutput(sb, kustFile, rm)
 	if err != nil {
-		return ObjectSet{}, err
+		return ObjectSet{}, marks == nil, err
 	}
-	set := ObjectSet{Notes: append(slices.Clone(fsys.notes), notes...)}
-	for _, o := range objs {
-		var generator string
-		o.Source, generator = originOf(o.Object, kustFile)
+	sources, generators := make([]string, len(objs)), make([]string, len(objs))
+	if marks != nil {
+		var ok bool
+		if sources, generators, ok = marks.sources(rm.Resources(), objs, kustFile); !ok {
+			return ObjectSet{}, false, nil
+		}
+		for _, o := range objs {
+			if !annotationsAsWithOrigins(o.Object) {
+				return ObjectSet{}, false, nil
+			}
+		}
+	} else {
+		for i, o := range objs {
+			sources[i], generators[i] = originOf(o.Object, kustFile)
+		}
+	}
+	set = ObjectSet{Notes: append(slices.Clone(fsys.notes), notes...)}
+	for i, o := range objs {
+		o.Source = sources[i]
+		generator := generators[i]
 		if kf, ok := fsys.helm.helmSource(o.Source); ok {
 			o.Source, generator = kf, "HelmChartInflationGenerator"
 		}
 		o.HashSuffix = generatedHash(o.Object, generator)
 		set.Objects = append(set.Objects, o.Object)
 	}
-	return set, nil
+	return set, true, nil
+}
+
+// annotationsAsWithOrigins makes an object of a build with source markers
+// what the same build with origin annotations gives, and reports false when
+// it cannot. With origin annotations, kustomize writes every object's
+// annotations back (kyaml RNode.SetAnnotations), as strings, and drops an
+// empty map; originOf then drops the map the origin was the only entry of.
+// An empty or null map is dropped here too; a value that is not a string
+// (which kustomize would have quoted) cannot be made alike, so such a
+// build is built again with origin annotations.
+func annotationsAsWithOrigins(o Object) bool {
+	md, ok := o.Obj.Object["metadata"].(map[string]any)
+	if !ok {
+		return true
+	}
+	a, has := md["annotations"]
+	if !has {
+		return true
+	}
+	if a == nil {
+		delete(md, "annotations")
+		return true
+	}
+	m, ok := a.(map[string]any)
+	if !ok {
+		return false
+	}
+	if len(m) == 0 {
+		delete(md, "annotations")
+		return true
+	}
+	for _, v := range m {
+		if _, ok := v.(string); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // kustomizeOutput turns kustomize's resources into objects as reading the
@@ -487,13 +601,15 @@ func generatedHash(o Object, generator string) string {
 
 // wrapperKustomization builds the generated kustomization that points at the target
 // and applies the overrides.
-func wrapperKustomization(sb *sandbox, dir string, ko KustomizeOptions) ([]byte, error) {
+func wrapperKustomization(sb *sandbox, dir string, ko KustomizeOptions, origins bool) ([]byte, error) {
 	fromWrapper := func(p string) string { return path.Join("..", path.Base(checkoutMount), p) }
 	k := map[string]any{
-		"apiVersion":    types.KustomizationVersion,
-		"kind":          types.KustomizationKind,
-		"resources":     []string{fromWrapper(dir)},
-		"buildMetadata": []string{types.OriginAnnotations},
+		"apiVersion": types.KustomizationVersion,
+		"kind":       types.KustomizationKind,
+		"resources":  []string{fromWrapper(dir)},
+	}
+	if origins {
+		k["buildMetadata"] = []string{types.OriginAnnotations}
 	}
 	if ko.NamePrefix != "" {
 		k["namePrefix"] = ko.NamePrefix

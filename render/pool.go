@@ -343,6 +343,9 @@ func (p *pool) start(key poolKey) (*worker, error) {
 	if dir := profiling(); dir != "" {
 		cmd.Env = append(cmd.Env, childProfileEnv+"="+dir)
 	}
+	if checkSourceMarkers {
+		cmd.Env = append(cmd.Env, checkMarkersEnv+"=1")
+	}
 	cmd.SysProcAttr = childSysProcAttr()
 	cmd.Stdin, cmd.Stdout = inR, outW
 	stderr := newStderrBuffer(4<<10, 16<<10)

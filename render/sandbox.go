@@ -138,6 +138,27 @@ func (s *sandbox) stat(rel string) (fs.FileInfo, error) {
 	return fi, nil
 }
 
+// usage is what the sandbox's render has read and printed so far (the counts
+// charge and output keep, in the top sandbox); setUsage sets them back, for a
+// build that is done again (renderKustomize).
+func (s *sandbox) usage() (read, out int64) {
+	for s.parent != nil {
+		s = s.parent
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.read, s.out
+}
+
+func (s *sandbox) setUsage(read, out int64) {
+	for s.parent != nil {
+		s = s.parent
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read, s.out = read, out
+}
+
 // readFile reads rel (relative to the checkout root), enforcing the limits.
 func (s *sandbox) readFile(rel string) ([]byte, error) {
 	c, err := cleanRel(rel)

@@ -1,0 +1,151 @@
+package render
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestMarkDocuments: the marker goes above the first line of content of
+// every document, after comments, blank lines, directives and a byte-order
+// mark, and a document whose content starts on its --- line is reported.
+func TestMarkDocuments(t *testing.T) {
+	const m = "# M\n"
+	cases := []struct {
+		name, in, want string
+		ok             bool
+	}{
+		{"one", "a: 1\nb: 2\n", "# M\na: 1\nb: 2\n", true},
+		{"comments first", "# license\n\n# about\na: 1\n", "# license\n\n# about\n# M\na: 1\n", true},
+		{"documents", "a: 1\n---\nb: 2\n---   \n# c\nc: 3\n", "# M\na: 1\n---\n# M\nb: 2\n---   \n# c\n# M\nc: 3\n", true},
+		{"leading separator", "---\na: 1\n", "---\n# M\na: 1\n", true},
+		{"separator with a comment", "a: 1\n--- # next\nb: 2\n", "# M\na: 1\n--- # next\n# M\nb: 2\n", true},
+		{"document end", "a: 1\n...\nb: 2\n", "# M\na: 1\n...\n# M\nb: 2\n", true},
+		{"directive", "%YAML 1.2\n---\na: 1\n", "%YAML 1.2\n---\n# M\na: 1\n", true},
+		{"content on the separator", "a: 1\n--- {b: 2}\n", "# M\na: 1\n--- {b: 2}\n", false},
+		{"block scalar lines are not documents", "a: |\n  x\n  # y\nb: 2\n", "# M\na: |\n  x\n  # y\nb: 2\n", true},
+		{"crlf", "a: 1\r\n---\r\nb: 2\r\n", "# M\na: 1\r\n---\r\n# M\nb: 2\r\n", true},
+		{"byte-order mark", "\xef\xbb\xbfa: 1\n", "\xef\xbb\xbf# M\na: 1\n", true},
+		{"json", "{\"a\": 1}", "# M\n{\"a\": 1}", true},
+		{"no final newline", "a: 1", "# M\na: 1", true},
+		{"empty", "", "", true},
+	}
+	for _, c := range cases {
+		got, ok := markDocuments([]byte(c.in), m)
+		if string(got) != c.want || ok != c.ok {
+			t.Errorf("%s: markDocuments(%q) = %q, %v; want %q, %v", c.name, c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestSourceMarkers renders kustomize layouts with source markers and with
+// origin annotations and holds the two equal (objects, sources, hash
+// suffixes, notes, errors), and checks which layouts the markers account for
+// and which are built again with origin annotations.
+func TestSourceMarkers(t *testing.T) {
+	const k = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+	const comp = "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+	deploy := "# Copyright header\n\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  template:\n    spec:\n      containers:\n      - name: web\n        image: registry.example/web:1.0\n"
+	config := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations: {}\ndata:\n  A: \"1\"\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  p: x\n"
+	// The layout of `make bench`'s overlays: a base over a common base, two
+	// components, an overlay with a namespace, labels, an image tag, a
+	// generated ConfigMap and strategic merge patches.
+	bench := map[string]string{
+		"common/kustomization.yaml":         k + "resources: [rbac.yaml]\n",
+		"common/rbac.yaml":                  "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: app\n",
+		"base/kustomization.yaml":           k + "resources:\n- ../common\n- deploy.yaml\n- config.yaml\n",
+		"base/deploy.yaml":                  deploy,
+		"base/config.yaml":                  config,
+		"components/mon/kustomization.yaml": comp + "resources: [mon.json]\n",
+		"components/mon/mon.json":           `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "metrics"}, "spec": {"ports": [{"port": 9090}]}}`,
+		"overlay/kustomization.yaml": k + "namespace: prod\nresources: [../base]\ncomponents: [../components/mon]\nlabels:\n- pairs: {env: prod}\n" +
+			"images:\n- name: registry.example/web\n  newTag: \"2.0\"\nconfigMapGenerator:\n- name: env\n  literals: [E=prod]\nsecretGenerator:\n- name: token\n  literals: [T=x]\n" +
+			"patches:\n- patch: |-\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: settings\n    data:\n      B: \"2\"\n" +
+			"- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: web\n    spec:\n      replicas: 3\n",
+	}
+	with := func(files map[string]string, more map[string]string) map[string]string {
+		out := map[string]string{}
+		for p, c := range files {
+			out[p] = c
+		}
+		for p, c := range more {
+			out[p] = c
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		files  map[string]string
+		target string
+		marked bool
+	}{
+		{"bench layout", bench, "overlay", true},
+		{"flux directory without a kustomization", map[string]string{"apps/deploy.yaml": deploy, "apps/config.yaml": config, "apps/sub/sa.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n"}, "apps", true},
+		{"json 6902 patch", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\npatches:\n- target: {kind: Deployment}\n  patch: |-\n    - op: add\n      path: /metadata/annotations\n      value: {patched: \"true\"}\n"}), "overlay", false},
+		{"generator merging into the base's", with(bench, map[string]string{
+			"base/kustomization.yaml":    k + "resources: [deploy.yaml]\nconfigMapGenerator:\n- name: env\n  literals: [A=1]\n",
+			"overlay/kustomization.yaml": k + "resources: [../base]\nconfigMapGenerator:\n- name: env\n  behavior: merge\n  literals: [B=2]\n"}), "overlay", false},
+		{"generator without a hash", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\ngeneratorOptions: {disableNameSuffixHash: true}\nconfigMapGenerator:\n- name: env\n  literals: [E=prod]\n"}), "overlay", false},
+		{"generators at two levels whose names one holds the other", with(bench, map[string]string{
+			"base/kustomization.yaml":    k + "resources: [deploy.yaml]\nconfigMapGenerator:\n- name: env\n  literals: [A=1]\n",
+			"overlay/kustomization.yaml": k + "resources: [../base]\nnameSuffix: -x\nconfigMapGenerator:\n- name: env-extra\n  literals: [B=2]\n"}), "overlay", false},
+		{"generators at two levels", with(bench, map[string]string{
+			"base/kustomization.yaml":    k + "resources: [deploy.yaml]\nconfigMapGenerator:\n- name: base-env\n  literals: [A=1]\n",
+			"overlay/kustomization.yaml": k + "resources: [../base]\nnamePrefix: p-\nconfigMapGenerator:\n- name: overlay-env\n  literals: [B=2]\n"}), "overlay", true},
+		{"a file both a resource and a patch", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base, svc.yaml]\npatches:\n- path: svc.yaml\n",
+			"overlay/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  type: NodePort\n"}), "overlay", false},
+		{"content on the separator line", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\n--- {apiVersion: v1, kind: ServiceAccount, metadata: {name: b}}\n"}, ".", false},
+		{"an annotation that is not a string", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n  annotations:\n    n: 1\n    m: null\n"}, ".", true},
+		{"a List", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ServiceAccount\n  metadata: {name: a}\n"}, ".", false},
+		{"a broken resource", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: [a\n"}, ".", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			for p, content := range c.files {
+				f := filepath.Join(root, p)
+				if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			markersRefused.mu.Lock()
+			clear(markersRefused.m)
+			markersRefused.mu.Unlock()
+			marked, fellBack := markedBuilds.Load(), markerFallbacks.Load()
+			opts := DefaultOptions()
+			opts.Renderer = RendererKustomize
+			got, gotErr := renderLocal(t.Context(), root, c.target, opts)
+			if m, f := markedBuilds.Load()-marked, markerFallbacks.Load()-fellBack; (m == 1) != c.marked || m+f != 1 {
+				t.Errorf("%d builds with markers, %d built again with origin annotations; want markers used: %v", m, f, c.marked)
+			}
+			// The same target, now known to need origin annotations, or not.
+			markersRefused.add(c.target)
+			want, wantErr := renderLocal(t.Context(), root, c.target, opts)
+			markersRefused.mu.Lock()
+			clear(markersRefused.m)
+			markersRefused.mu.Unlock()
+			if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+				t.Fatalf("errors differ: with markers %v, with origin annotations %v", gotErr, wantErr)
+			}
+			if gotErr != nil {
+				if !strings.Contains(gotErr.Error(), "a.yaml") {
+					t.Errorf("error %v does not name the file", gotErr)
+				}
+				return
+			}
+			if len(got.Objects) == 0 || !reflect.DeepEqual(got, want) {
+				t.Errorf("with markers:\n%+v\nwith origin annotations:\n%+v", got, want)
+			}
+			for _, o := range got.Objects {
+				if o.Source == "" || strings.Contains(o.Source, "driftpreview") {
+					t.Errorf("%s has source %q", o.Key, o.Source)
+				}
+			}
+		})
+	}
+}
