@@ -35,3 +35,12 @@ func CheckoutsKept() (ids []string, sizes []int64) {
 // CheckoutCacheBytes is what a process keeps of one checkout under a memory
 // limit.
 var CheckoutCacheBytes = checkoutCacheBytes
+
+// NoSourceMarkerCheck turns off, until the test ends, the second build that
+// DRIFTPREVIEW_CHECK_SOURCE_MARKERS asks of every kustomize build with source
+// markers, for tests that count what a build reads.
+func NoSourceMarkerCheck(t interface{ Cleanup(func()) }) {
+	was := checkSourceMarkers
+	checkSourceMarkers = false
+	t.Cleanup(func() { checkSourceMarkers = was })
+}

@@ -27,6 +27,7 @@ func sharedBaseTree(t *testing.T) string {
 // kustomization from the file system; unnamed, it reads the base again. The
 // renders are the same either way.
 func TestCheckoutCacheReadsASharedBaseOnce(t *testing.T) {
+	render.NoSourceMarkerCheck(t)
 	root := sharedBaseTree(t)
 	render.DropCheckouts()
 	t.Cleanup(render.DropCheckouts)
