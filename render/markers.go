@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"reflect"
@@ -37,23 +38,28 @@ import (
 // content, where YAML attaches it to the object's first key (yaml.v3
 // HeadComment). A comment is not data: kustomize's transformers, hashes and
 // output never see it (the output is JSON), and kyaml keeps a key's comments
-// through kustomize's edits and strategic merge patches. The objects a
-// ConfigMapGenerator or SecretGenerator made have no marker; they are told by
-// their kind, the generator's name and the hash suffix kustomize's own hasher
-// gives them (generatedHash), which is what the origin annotation would have
-// said (configuredIn, configuredBy).
+// through kustomize's edits and strategic merge patches. Each
+// configMapGenerator and secretGenerator entry of a kustomization is served
+// with one more annotation in its options (driftpreview.dev/source-<nonce>,
+// naming the kustomization), which the objects it makes carry from the moment
+// they are made, as they would carry the origin annotation (resmap
+// AddOriginAnnotation, right after the generators run); it is not part of the
+// hash kustomize gives a ConfigMap or Secret (hasher encodeConfigMap,
+// encodeSecret), and it is taken off the output as originOf takes the origin
+// annotation off. That is what the origin annotation would have said
+// (configuredIn, configuredBy).
 //
 // A build whose every object is accounted for that way is used as it is.
-// Anything else (an object without a marker that no generator explains, as
-// after a JSON 6902 patch, which rebuilds the object from JSON; an object with
-// two markers; a file listed both as a resource and as something else; a
-// generator that merges into or replaces another object, which copies the
-// generated object's annotations; generator plugins; a build that fails) is
+// Anything else (an object without a marker, as after a JSON 6902 patch,
+// which rebuilds the object from JSON; an object with two markers; a file
+// listed both as a resource and as something else; a generator that merges
+// into or replaces another object, which copies the generated object's
+// annotations; generator plugins; a build that fails) is
 // built again the way it was before, with origin annotations, whose result is
 // the one kept: markers can only make a build cheaper, never different.
 //
-// With DRIFTPREVIEW_CHECK_SOURCE_MARKERS=1 in the environment (the tests set it,
-// see TestMain), every build that markers account for is built again with
+// With DRIFTPREVIEW_CHECK_SOURCE_MARKERS=1 in the environment (`make test`
+// sets it), every build that markers account for is built again with
 // origin annotations, and a difference between the two is the render's error.
 type sourceMarks struct {
 	nonce string
@@ -63,14 +69,7 @@ type sourceMarks struct {
 	index     map[string]int // virtual path → marker number
 	resources map[string]bool
 	refs      map[string]bool // files a kustomization names other than as resources
-	gens      []generatorEntry
-	unsure    string // why the build's markers cannot be trusted, "" when they can
-}
-
-// generatorEntry is one ConfigMapGenerator or SecretGenerator entry of a
-// kustomization served during the build.
-type generatorEntry struct {
-	kust, kind, name string
+	unsure    string          // why the build's markers cannot be trusted, "" when they can
 }
 
 func newSourceMarks() *sourceMarks {
@@ -82,6 +81,22 @@ func newSourceMarks() *sourceMarks {
 // markPrefix starts every marker comment; the nonce makes one that a file
 // writes itself impossible to mistake for one.
 func (m *sourceMarks) markPrefix() string { return "# driftpreview-source " + m.nonce + " " }
+
+// generatorKey is the annotation a generator entry's objects carry.
+func (m *sourceMarks) generatorKey() string { return "driftpreview.dev/source-" + m.nonce }
+
+// number is the marker number of file c.
+func (m *sourceMarks) number(c string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, seen := m.index[c]
+	if !seen {
+		n = len(m.files)
+		m.files = append(m.files, c)
+		m.index[c] = n
+	}
+	return n
+}
 
 func (m *sourceMarks) distrust(why string) {
 	m.mu.Lock()
@@ -97,29 +112,31 @@ func (m *sourceMarks) distrust(why string) {
 func (m *sourceMarks) serve(c string, data []byte) []byte {
 	if isKustomizationFile(c) {
 		m.noteKustomization(c, data)
-		return data
+		if !bytes.Contains(data, []byte("Generator")) {
+			return data
+		}
+		out, ok := markGenerators(data, m.generatorKey(), strconv.Itoa(m.number(c)))
+		if !ok {
+			m.distrust(c + ": its generators cannot be marked")
+			return data
+		}
+		return out
 	}
 	m.mu.Lock()
 	isResource := m.resources[c]
-	n, seen := m.index[c]
-	if isResource && !seen {
-		n = len(m.files)
-		m.files = append(m.files, c)
-		m.index[c] = n
-	}
 	m.mu.Unlock()
 	if !isResource {
 		return data
 	}
-	out, ok := markDocuments(data, m.markPrefix()+strconv.Itoa(n)+"\n")
+	out, ok := markDocuments(data, m.markPrefix()+strconv.Itoa(m.number(c))+"\n")
 	if !ok {
 		m.distrust(c + ": a document starts on its --- line")
 	}
 	return out
 }
 
-// noteKustomization records the files kustomization c lists as resources,
-// every other file it names, and its generators.
+// noteKustomization records the files kustomization c lists as resources and
+// every other file it names.
 func (m *sourceMarks) noteKustomization(c string, data []byte) {
 	var k types.Kustomization
 	if err := k.Unmarshal(data); err != nil {
@@ -154,21 +171,17 @@ func (m *sourceMarks) noteKustomization(c string, data []byte) {
 	ref(k.Transformers...)
 	ref(k.Validators...)
 	ref(k.OpenAPI["path"])
-	var gens []generatorEntry
+	var gens []types.GeneratorArgs
 	for _, g := range k.ConfigMapGenerator {
-		ref(g.FileSources...)
-		ref(g.EnvSources...)
-		ref(g.EnvSource)
-		gens = append(gens, generatorEntry{kust: c, kind: "ConfigMapGenerator", name: g.Name})
-		if g.Behavior != "" && g.Behavior != "create" {
-			m.distrust(c + ": a generator with behavior " + g.Behavior)
-		}
+		gens = append(gens, g.GeneratorArgs)
 	}
 	for _, g := range k.SecretGenerator {
+		gens = append(gens, g.GeneratorArgs)
+	}
+	for _, g := range gens {
 		ref(g.FileSources...)
 		ref(g.EnvSources...)
 		ref(g.EnvSource)
-		gens = append(gens, generatorEntry{kust: c, kind: "SecretGenerator", name: g.Name})
 		if g.Behavior != "" && g.Behavior != "create" {
 			m.distrust(c + ": a generator with behavior " + g.Behavior)
 		}
@@ -184,7 +197,94 @@ func (m *sourceMarks) noteKustomization(c string, data []byte) {
 	for _, r := range refs {
 		m.refs[r] = true
 	}
-	m.gens = append(m.gens, gens...)
+}
+
+// markGenerators adds the annotation key: value to the options of every
+// configMapGenerator and secretGenerator entry of kustomization data. ok is
+// false when that cannot be done without changing anything else: a document
+// after the first, an entry or options that is not a mapping, a merge key
+// (<<) or alias where the annotation would go.
+func markGenerators(data []byte, key, value string) (out []byte, ok bool) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc, more yaml.Node
+	if dec.Decode(&doc) != nil || len(doc.Content) == 0 || dec.Decode(&more) != io.EOF {
+		return data, false
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return data, false
+	}
+	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+	// field is the mapping under name in mapping n, added when n has none.
+	field := func(n *yaml.Node, name string) (*yaml.Node, bool) {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "<<" {
+				return nil, false
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value != name {
+				continue
+			}
+			v := n.Content[i+1]
+			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+				*v = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			}
+			return v, v.Kind == yaml.MappingNode
+		}
+		v := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		n.Content = append(n.Content, str(name), v)
+		return v, true
+	}
+	changed := false
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i].Value; k != "configMapGenerator" && k != "secretGenerator" {
+			continue
+		}
+		seq := root.Content[i+1]
+		if seq.Kind == yaml.ScalarNode && seq.Tag == "!!null" {
+			continue
+		}
+		if seq.Kind != yaml.SequenceNode {
+			return data, false
+		}
+		for _, e := range seq.Content {
+			if e.Kind != yaml.MappingNode {
+				return data, false
+			}
+			opts, ok := field(e, "options")
+			if !ok {
+				return data, false
+			}
+			ann, ok := field(opts, "annotations")
+			if !ok {
+				return data, false
+			}
+			if _, has := mapValue(ann, key); has {
+				return data, false
+			}
+			ann.Content = append(ann.Content, str(key), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle, Value: value})
+			changed = true
+		}
+	}
+	if !changed {
+		return data, true
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return data, false
+	}
+	return out, true
+}
+
+// mapValue is the value under key in mapping n.
+func mapValue(n *yaml.Node, key string) (*yaml.Node, bool) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1], true
+		}
+	}
+	return nil, false
 }
 
 // markDocuments inserts mark (a comment line) above the first line of content
@@ -283,13 +383,16 @@ func (m *sourceMarks) sources(resources []*resource.Resource, objs []parsedObjec
 			return nil, nil, false
 		}
 		if marked {
+			if ann := r.GetAnnotations(); ann[m.generatorKey()] != "" {
+				return nil, nil, false // a generator's object merged into it
+			}
 			src[i] = fallback
 			if p, in := rel(file); in {
 				src[i] = p
 			}
 			continue
 		}
-		kust, kind, good := m.generated(objs[i].Object)
+		kust, kind, good := m.generatedBy(objs[i].Object)
 		if !good {
 			return nil, nil, false
 		}
@@ -301,11 +404,11 @@ func (m *sourceMarks) sources(resources []*resource.Resource, objs []parsedObjec
 	return src, gen, true
 }
 
-// generated finds the one generator of the build that made o: of o's kind,
-// whose name is in o's name, and whose hash suffix kustomize's hasher gives
-// o. An object that fits no generator, or generators of two kustomizations,
-// is not told.
-func (m *sourceMarks) generated(o Object) (kust, kind string, ok bool) {
+// generatedBy is the kustomization whose generator made o, told by the
+// annotation markGenerators gave the generator, and the kind of that
+// generator; the annotation is taken off o. ok is false for an object
+// without it, or of a kind no ConfigMapGenerator or SecretGenerator makes.
+func (m *sourceMarks) generatedBy(o Object) (kust, kind string, ok bool) {
 	switch o.Obj.GetKind() {
 	case "ConfigMap":
 		kind = "ConfigMapGenerator"
@@ -314,26 +417,21 @@ func (m *sourceMarks) generated(o Object) (kust, kind string, ok bool) {
 	default:
 		return "", "", false
 	}
-	if o.Obj.GetAPIVersion() != "v1" {
-		return "", "", false
-	}
-	hash := generatedHash(o, kind)
-	if hash == "" {
-		return "", "", false
-	}
-	stem := strings.TrimSuffix(o.Obj.GetName(), "-"+hash)
+	md, _ := o.Obj.Object["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	v, _ := ann[m.generatorKey()].(string)
+	n, err := strconv.Atoi(v)
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, g := range m.gens {
-		if g.kind != kind || g.name == "" || !strings.Contains(stem, g.name) {
-			continue
-		}
-		if kust != "" && kust != g.kust {
-			return "", "", false
-		}
-		kust = g.kust
+	valid := err == nil && n >= 0 && n < len(m.files) && isKustomizationFile(m.files[n])
+	if valid {
+		kust = m.files[n]
 	}
-	return kust, kind, kust != ""
+	m.mu.Unlock()
+	if !valid || o.Obj.GetAPIVersion() != "v1" {
+		return "", "", false
+	}
+	delete(ann, m.generatorKey())
+	return kust, kind, true
 }
 
 // checkMarkersEnv turns checkSourceMarkers on, in this process and the render

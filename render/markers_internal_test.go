@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/kustomize/api/types"
 )
 
 // TestMarkDocuments: the marker goes above the first line of content of
@@ -87,10 +89,11 @@ func TestSourceMarkers(t *testing.T) {
 		{"generator merging into the base's", with(bench, map[string]string{
 			"base/kustomization.yaml":    k + "resources: [deploy.yaml]\nconfigMapGenerator:\n- name: env\n  literals: [A=1]\n",
 			"overlay/kustomization.yaml": k + "resources: [../base]\nconfigMapGenerator:\n- name: env\n  behavior: merge\n  literals: [B=2]\n"}), "overlay", false},
-		{"generator without a hash", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\ngeneratorOptions: {disableNameSuffixHash: true}\nconfigMapGenerator:\n- name: env\n  literals: [E=prod]\n"}), "overlay", false},
+		{"generator without a hash", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\ngeneratorOptions: {disableNameSuffixHash: true, annotations: {a: b}}\nconfigMapGenerator:\n- name: env\n  literals: [E=prod]\n- name: env2\n  options: {annotations: {c: d}}\n  literals: [F=x]\n- name: env3\n  options:\n  literals: [G=x]\n"}), "overlay", true},
+		{"generator options from a merge key", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\nconfigMapGenerator:\n- &g\n  name: env\n  literals: [E=prod]\n- <<: *g\n  name: env2\n"}), "overlay", false},
 		{"generators at two levels whose names one holds the other", with(bench, map[string]string{
 			"base/kustomization.yaml":    k + "resources: [deploy.yaml]\nconfigMapGenerator:\n- name: env\n  literals: [A=1]\n",
-			"overlay/kustomization.yaml": k + "resources: [../base]\nnameSuffix: -x\nconfigMapGenerator:\n- name: env-extra\n  literals: [B=2]\n"}), "overlay", false},
+			"overlay/kustomization.yaml": k + "resources: [../base]\nnameSuffix: -x\nconfigMapGenerator:\n- name: env-extra\n  literals: [B=2]\n"}), "overlay", true},
 		{"generators at two levels", with(bench, map[string]string{
 			"base/kustomization.yaml":    k + "resources: [deploy.yaml]\nconfigMapGenerator:\n- name: base-env\n  literals: [A=1]\n",
 			"overlay/kustomization.yaml": k + "resources: [../base]\nnamePrefix: p-\nconfigMapGenerator:\n- name: overlay-env\n  literals: [B=2]\n"}), "overlay", true},
@@ -147,5 +150,94 @@ func TestSourceMarkers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMarkGenerators: every generator entry gets the annotation in its
+// options, and nothing else of the kustomization changes (as kustomize reads
+// it); what cannot be marked that way is refused and left as it is.
+func TestMarkGenerators(t *testing.T) {
+	const k = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+	cases := []struct {
+		name, in string
+		ok       bool
+	}{
+		{"plain", k + "configMapGenerator:\n- name: a\n  literals: [A=1]\nsecretGenerator:\n- name: s\n  literals: [B=2]\n", true},
+		{"options and annotations there", k + "generatorOptions: {disableNameSuffixHash: true}\nconfigMapGenerator:\n- name: a\n  options:\n    labels: {l: x}\n    annotations: {a: b}\n  literals: [A=1]\n", true},
+		{"null options", k + "configMapGenerator:\n- name: a\n  options:\n  literals: [A=1]\n", true},
+		{"no generators", k + "resources: [a.yaml]\n# a comment on configMapGenerator\n", true},
+		{"null generator list", k + "configMapGenerator:\n", true},
+		{"merge key", k + "configMapGenerator:\n- &g\n  name: a\n- <<: *g\n  name: b\n", false},
+		{"options not a mapping", k + "configMapGenerator:\n- name: a\n  options: [x]\n", false},
+		{"entry not a mapping", k + "configMapGenerator:\n- a\n", false},
+		{"two documents", k + "configMapGenerator:\n- name: a\n---\nkind: Other\n", false},
+		{"annotation already there", k + "configMapGenerator:\n- name: a\n  options: {annotations: {key: \"0\"}}\n", false},
+	}
+	for _, c := range cases {
+		out, ok := markGenerators([]byte(c.in), "key", "7")
+		if ok != c.ok {
+			t.Errorf("%s: ok %v, want %v", c.name, ok, c.ok)
+			continue
+		}
+		if !ok {
+			if string(out) != c.in {
+				t.Errorf("%s: refused, but changed to %q", c.name, out)
+			}
+			continue
+		}
+		var want, got types.Kustomization
+		if err := want.Unmarshal([]byte(c.in)); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := got.Unmarshal(out); err != nil {
+			t.Fatalf("%s: marked kustomization does not parse: %v\n%s", c.name, err, out)
+		}
+		for _, gens := range [][]types.ConfigMapArgs{got.ConfigMapGenerator} {
+			for i := range gens {
+				if gens[i].Options == nil || gens[i].Options.Annotations["key"] != "7" {
+					t.Errorf("%s: configMapGenerator %d not marked: %+v", c.name, i, gens[i].Options)
+					continue
+				}
+				delete(gens[i].Options.Annotations, "key")
+			}
+		}
+		for i := range got.SecretGenerator {
+			if got.SecretGenerator[i].Options == nil || got.SecretGenerator[i].Options.Annotations["key"] != "7" {
+				t.Errorf("%s: secretGenerator %d not marked", c.name, i)
+				continue
+			}
+			delete(got.SecretGenerator[i].Options.Annotations, "key")
+		}
+		// What was not there before is empty now, as kustomize treats a
+		// missing options or annotations.
+		norm := func(gs []types.GeneratorArgs) {
+			for i := range gs {
+				if gs[i].Options != nil && len(gs[i].Options.Annotations) == 0 {
+					gs[i].Options.Annotations = nil
+				}
+				if gs[i].Options != nil && reflect.ValueOf(*gs[i].Options).IsZero() {
+					gs[i].Options = nil
+				}
+			}
+		}
+		for _, kk := range []*types.Kustomization{&want, &got} {
+			args := make([]types.GeneratorArgs, 0)
+			for _, g := range kk.ConfigMapGenerator {
+				args = append(args, g.GeneratorArgs)
+			}
+			for _, g := range kk.SecretGenerator {
+				args = append(args, g.GeneratorArgs)
+			}
+			norm(args)
+			for i := range kk.ConfigMapGenerator {
+				kk.ConfigMapGenerator[i].GeneratorArgs = args[i]
+			}
+			for i := range kk.SecretGenerator {
+				kk.SecretGenerator[i].GeneratorArgs = args[len(kk.ConfigMapGenerator)+i]
+			}
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("%s: kustomization changed:\n%+v\n%+v", c.name, want, got)
+		}
 	}
 }
