@@ -1,6 +1,7 @@
 package render
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -68,13 +69,8 @@ func TestSourceMarkers(t *testing.T) {
 			"- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: web\n    spec:\n      replicas: 3\n",
 	}
 	with := func(files map[string]string, more map[string]string) map[string]string {
-		out := map[string]string{}
-		for p, c := range files {
-			out[p] = c
-		}
-		for p, c := range more {
-			out[p] = c
-		}
+		out := maps.Clone(files)
+		maps.Copy(out, more)
 		return out
 	}
 	cases := []struct {
