@@ -274,15 +274,17 @@ func BenchmarkRenderCheckout(b *testing.B) {
 
 // BenchmarkPRWideRenders renders what a cold PR-wide of `make bench` renders at
 // T=200, both trees, target after target in this process (no render process,
-// no cache): every target through render.RenderInProcess ("render"), and the
-// 240 kustomize builds alone, krusty.Run over a wrapper like the one
-// renderKustomize generates, with origin annotations ("kustomize", what a
-// render cannot do without: the sources of the objects come from them) and
-// without ("kustomize-no-origins", for reference). cpu-s/op is the CPU time of
-// one run of all of them: the "kustomize" line is the floor that goal 4a of
-// issue 25 (10 s of CPU for the whole preview) has to fit above.
+// no cache): every target through render.RenderInProcess ("render": kustomize
+// builds with source markers, markers.go), and the 240 kustomize builds alone,
+// krusty.Run over a wrapper like the one renderKustomize generates, with
+// origin annotations ("kustomize": what every build cost before source
+// markers, and what a build the markers cannot account for still costs) and
+// without ("kustomize-no-origins": kustomize's own work, the floor of the
+// kustomize part of "render"). cpu-s/op is the CPU time of one run of all of
+// them; render processes run with GOGC 800 (child.go), so compare with
+// GOGC=800 in the environment.
 //
-//	go test ./render -run '^$' -bench PRWideRenders -benchtime 3x
+//	GOGC=800 go test ./render -run '^$' -bench PRWideRenders -benchtime 2x
 func BenchmarkPRWideRenders(b *testing.B) {
 	r, base := benchRepo(b, 200)
 	files, _, err := r.Head(bench.PRWide)
