@@ -157,9 +157,13 @@ func (m *sourceMarks) noteKustomization(c string, data []byte) {
 	for _, p := range k.Patches {
 		ref(p.Path)
 	}
+	// The deprecated fields still count: kustomize moves them into resources
+	// and patches as it loads a kustomization (types FixKustomization).
+	//lint:ignore SA1019 kustomize still reads it
 	for _, p := range k.PatchesStrategicMerge {
 		ref(string(p))
 	}
+	//lint:ignore SA1019 kustomize still reads it
 	for _, p := range k.PatchesJson6902 {
 		ref(p.Path)
 	}
@@ -191,6 +195,7 @@ func (m *sourceMarks) noteKustomization(c string, data []byte) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	//lint:ignore SA1019 kustomize still reads it
 	for _, e := range append(k.Resources, k.Bases...) {
 		m.resources[at(e)] = true
 	}
