@@ -188,10 +188,10 @@ func buildKustomize(ctx context.Context, sb *sandbox, dir, kustFile string, gen 
 		return k.Run(fsys, wrapperDir)
 	}()
 	if err != nil {
-		if ctx.Err() != nil {
-			return ObjectSet{}, true, ctx.Err()
-		}
 		if marks != nil {
+			if ctx.Err() != nil {
+				return ObjectSet{}, true, ctx.Err()
+			}
 			return ObjectSet{}, false, nil
 		}
 		if fsys.violation != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,14 +69,15 @@ type sourceMarks struct {
 	files     []string       // marked files (virtual paths), by marker number
 	index     map[string]int // virtual path → marker number
 	resources map[string]bool
-	refs      map[string]bool // files a kustomization names other than as resources
-	unsure    string          // why the build's markers cannot be trusted, "" when they can
+	refs      map[string]bool   // files a kustomization names other than as resources
+	plugins   map[string]string // transformer and validator config files → their kustomization's directory
+	unsure    string            // why the build's markers cannot be trusted, "" when they can
 }
 
 func newSourceMarks() *sourceMarks {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return &sourceMarks{nonce: hex.EncodeToString(b), index: map[string]int{}, resources: map[string]bool{}, refs: map[string]bool{}}
+	return &sourceMarks{nonce: hex.EncodeToString(b), index: map[string]int{}, resources: map[string]bool{}, refs: map[string]bool{}, plugins: map[string]string{}}
 }
 
 // markPrefix starts every marker comment; the nonce makes one that a file
@@ -124,7 +126,11 @@ func (m *sourceMarks) serve(c string, data []byte) []byte {
 	}
 	m.mu.Lock()
 	isResource := m.resources[c]
+	pluginDir, isPlugin := m.plugins[c]
 	m.mu.Unlock()
+	if isPlugin {
+		m.notePlugin(pluginDir, data)
+	}
 	if !isResource {
 		return data
 	}
@@ -193,6 +199,36 @@ func (m *sourceMarks) noteKustomization(c string, data []byte) {
 	if len(k.Generators) > 0 || len(k.HelmCharts) > 0 || k.HelmChartInflationGenerator != nil {
 		m.distrust(c + ": generator plugins")
 	}
+	// A transformer's or validator's config may name files of its own (a
+	// PatchTransformer's path) or copy annotations (a
+	// ReplacementTransformer): inline configs are read here, files when
+	// kustomize reads them (serve).
+	var plugins []string
+	for _, e := range append(slices.Clone(k.Transformers), k.Validators...) {
+		if strings.Contains(e, "\n") {
+			m.notePlugin(dir, []byte(e))
+		} else {
+			plugins = append(plugins, at(e))
+		}
+	}
+	for _, r := range k.Replacements {
+		// A replacement that copies a whole metadata or annotations map
+		// carries the origin annotation with it, not the marker comment.
+		if r.Path != "" || r.Source != nil && wholeMetadata(r.Source.FieldPath) {
+			m.distrust(c + ": a replacement that may copy annotations")
+			continue
+		}
+		for _, t := range r.Targets {
+			if t == nil {
+				continue
+			}
+			for _, f := range t.FieldPaths {
+				if wholeMetadata(f) {
+					m.distrust(c + ": a replacement that may copy annotations")
+				}
+			}
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	//lint:ignore SA1019 kustomize still reads it
@@ -202,13 +238,86 @@ func (m *sourceMarks) noteKustomization(c string, data []byte) {
 	for _, r := range refs {
 		m.refs[r] = true
 	}
+	for _, p := range plugins {
+		m.plugins[p] = dir
+	}
+}
+
+// notePlugin records the files a transformer or validator config (of the
+// kustomization in dir) names, and distrusts one that may copy a whole
+// metadata or annotations map: any path, paths, fieldPath or fieldPaths
+// anywhere in it, whatever the plugin.
+func (m *sourceMarks) notePlugin(dir string, data []byte) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var refs []string
+	for {
+		var doc any
+		err := dec.Decode(&doc)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			m.distrust(dir + ": a plugin config that does not parse")
+			return
+		}
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for key, e := range v {
+					switch s := e.(type) {
+					case string:
+						switch key {
+						case "path":
+							refs = append(refs, clean(path.Join(dir, s)))
+						case "fieldPath":
+							if wholeMetadata(s) {
+								m.distrust(dir + ": a plugin that may copy annotations")
+							}
+						}
+					case []any:
+						for _, it := range s {
+							if str, ok := it.(string); ok && key == "paths" {
+								refs = append(refs, clean(path.Join(dir, str)))
+							}
+							if str, ok := it.(string); ok && key == "fieldPaths" && wholeMetadata(str) {
+								m.distrust(dir + ": a plugin that may copy annotations")
+							}
+						}
+					}
+					walk(e)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			}
+		}
+		walk(doc)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range refs {
+		m.refs[r] = true
+	}
+}
+
+// wholeMetadata reports whether a replacement's field path is an object's
+// whole metadata or annotations map (an empty source path is metadata.name,
+// types.DefaultReplacementFieldPath).
+func wholeMetadata(fieldPath string) bool {
+	switch strings.Trim(fieldPath, ".") {
+	case "metadata", "metadata.annotations":
+		return true
+	}
+	return false
 }
 
 // markGenerators adds the annotation key: value to the options of every
 // configMapGenerator and secretGenerator entry of kustomization data. ok is
 // false when that cannot be done without changing anything else: a document
 // after the first, an entry or options that is not a mapping, a merge key
-// (<<) or alias where the annotation would go.
+// (<<), or any anchor or alias in the kustomization.
 func markGenerators(data []byte, key, value string) (out []byte, ok bool) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc, more yaml.Node
@@ -216,7 +325,9 @@ func markGenerators(data []byte, key, value string) (out []byte, ok bool) {
 		return data, false
 	}
 	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
+	if root.Kind != yaml.MappingNode || hasAnchorOrAlias(&doc) {
+		// An anchored mapping changed here would change wherever it is
+		// aliased (labels, commonAnnotations, another generator).
 		return data, false
 	}
 	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
@@ -280,6 +391,20 @@ func markGenerators(data []byte, key, value string) (out []byte, ok bool) {
 		return data, false
 	}
 	return out, true
+}
+
+// hasAnchorOrAlias reports whether n or a node below it is an alias or has an
+// anchor.
+func hasAnchorOrAlias(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAnchorOrAlias(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // mapValue is the value under key in mapping n.

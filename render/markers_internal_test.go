@@ -98,6 +98,15 @@ func TestSourceMarkers(t *testing.T) {
 		{"a file both a resource and a patch, in deprecated fields", with(bench, map[string]string{"overlay/kustomization.yaml": k + "bases: [../base]\nresources: [svc.yaml]\npatchesStrategicMerge: [svc.yaml]\n",
 			"overlay/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  type: NodePort\n"}), "overlay", false},
 		{"deprecated bases", with(bench, map[string]string{"overlay/kustomization.yaml": k + "bases: [../base]\n"}), "overlay", true},
+		{"an anchored generator annotations map aliased as labels", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\nconfigMapGenerator:\n- name: app\n  literals: [k=v]\n  options:\n    annotations: &meta {team: a}\n    labels: *meta\n"}), "overlay", false},
+		{"a replacement copying a whole annotations map", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\nreplacements:\n- source: {kind: Deployment, name: web, fieldPath: metadata.annotations}\n  targets:\n  - select: {kind: ConfigMap, name: settings}\n    fieldPaths: [metadata.annotations]\n"}), "overlay", false},
+		{"a replacement of one value", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\nreplacements:\n- source: {kind: Deployment, name: web}\n  targets:\n  - select: {kind: ConfigMap, name: settings}\n    fieldPaths: [data.A]\n"}), "overlay", true},
+		{"a transformer plugin", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\ntransformers: [t.yaml]\n",
+			"overlay/t.yaml": "apiVersion: builtin\nkind: LabelTransformer\nmetadata: {name: l}\nlabels: {team: a}\nfieldSpecs: [{path: metadata/labels, create: true}]\n"}), "overlay", true},
+		{"a patch transformer plugin patching with a resource file", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base, svc.yaml]\ntransformers: [t.yaml]\n",
+			"overlay/t.yaml":   "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: p}\npath: svc.yaml\n",
+			"overlay/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  type: NodePort\n"}), "overlay", false},
+		{"an inline replacement transformer copying annotations", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\ntransformers:\n- |\n  apiVersion: builtin\n  kind: ReplacementTransformer\n  metadata: {name: r}\n  replacements:\n  - source: {kind: Deployment, name: web, fieldPath: metadata.annotations}\n    targets:\n    - select: {kind: ConfigMap, name: settings}\n      fieldPaths: [metadata.annotations]\n"}), "overlay", false},
 		{"content on the separator line", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\n--- {apiVersion: v1, kind: ServiceAccount, metadata: {name: b}}\n"}, ".", false},
 		{"an annotation that is not a string", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n  annotations:\n    n: 1\n    m: null\n"}, ".", true},
 		{"a List", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ServiceAccount\n  metadata: {name: a}\n"}, ".", false},
@@ -162,6 +171,7 @@ func TestMarkGenerators(t *testing.T) {
 		ok       bool
 	}{
 		{"plain", k + "configMapGenerator:\n- name: a\n  literals: [A=1]\nsecretGenerator:\n- name: s\n  literals: [B=2]\n", true},
+		{"an anchor", k + "configMapGenerator:\n- name: a\n  options:\n    annotations: &m {a: b}\n    labels: *m\n", false},
 		{"options and annotations there", k + "generatorOptions: {disableNameSuffixHash: true}\nconfigMapGenerator:\n- name: a\n  options:\n    labels: {l: x}\n    annotations: {a: b}\n  literals: [A=1]\n", true},
 		{"null options", k + "configMapGenerator:\n- name: a\n  options:\n  literals: [A=1]\n", true},
 		{"no generators", k + "resources: [a.yaml]\n# a comment on configMapGenerator\n", true},
