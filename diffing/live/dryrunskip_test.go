@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftpreview/driftpreview/diffing"
@@ -126,7 +127,17 @@ func TestDryRunSendsOnlyChanges(t *testing.T) {
 			t.Errorf("%s: prediction %+v, the apiserver's %+v", k, g, w)
 			continue
 		}
-		if diff := cmp.Diff(w.Object.Object, g.Object.Object); diff != "" {
+		wo, gobj := w.Object.Object, g.Object.Object
+		if slices.Contains(d.requests(), "PATCH configmaps/"+h.GetName()) {
+			// Sent in both runs: the apiserver stamps the applying manager's
+			// entry with the time of each request, which may be a second
+			// apart. A skipped no-op must keep live's times, as the
+			// server's dry-run does, so those are compared as they are.
+			wo, gobj = runtime.DeepCopyJSON(wo), runtime.DeepCopyJSON(gobj)
+			dropApplyTime(wo, o.Manager)
+			dropApplyTime(gobj, o.Manager)
+		}
+		if diff := cmp.Diff(wo, gobj); diff != "" {
 			t.Errorf("%s: predicted object differs from the apiserver's dry-run (-server +got):\n%s", k, diff)
 		}
 	}

@@ -186,16 +186,22 @@ func assertSameStates(t *testing.T, want, got []*diffing.LiveState) {
 // the predictions: it is the time of the simulation.
 func applyTimes(st *diffing.LiveState) {
 	for _, p := range st.Predictions {
-		if p.Object == nil {
-			continue
+		if p.Object != nil {
+			dropApplyTime(p.Object.Object, "kustomize-controller")
 		}
-		mf, _, _ := unstructured.NestedSlice(p.Object.Object, "metadata", "managedFields")
-		for _, e := range mf {
-			if m, ok := e.(map[string]any); ok && m["manager"] == "kustomize-controller" {
-				delete(m, "time")
-			}
+	}
+}
+
+// dropApplyTime drops the time of manager's entries in obj's managed fields.
+func dropApplyTime(obj map[string]any, manager string) {
+	mf, _, _ := unstructured.NestedSlice(obj, "metadata", "managedFields")
+	for _, e := range mf {
+		if m, ok := e.(map[string]any); ok && m["manager"] == manager {
+			delete(m, "time")
 		}
-		_ = unstructured.SetNestedSlice(p.Object.Object, mf, "metadata", "managedFields")
+	}
+	if mf != nil {
+		_ = unstructured.SetNestedSlice(obj, mf, "metadata", "managedFields")
 	}
 }
 
