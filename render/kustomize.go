@@ -356,11 +356,16 @@ func resourceJSON(r *resource.Resource) ([]byte, error) {
 
 // hasAlias reports whether n or a node below it is an alias.
 func hasAlias(n *yaml.Node) bool {
-	if n.Kind == yaml.AliasNode {
+	return anyNode(n, func(n *yaml.Node) bool { return n.Kind == yaml.AliasNode })
+}
+
+// anyNode reports whether f holds for n or a node below it.
+func anyNode(n *yaml.Node, f func(*yaml.Node) bool) bool {
+	if f(n) {
 		return true
 	}
 	for _, c := range n.Content {
-		if hasAlias(c) {
+		if anyNode(c, f) {
 			return true
 		}
 	}

@@ -325,7 +325,7 @@ func markGenerators(data []byte, key, value string) (out []byte, ok bool) {
 		return data, false
 	}
 	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode || hasAnchorOrAlias(&doc) {
+	if root.Kind != yaml.MappingNode || anyNode(&doc, func(n *yaml.Node) bool { return n.Kind == yaml.AliasNode || n.Anchor != "" }) {
 		// An anchored mapping changed here would change wherever it is
 		// aliased (labels, commonAnnotations, another generator).
 		return data, false
@@ -333,16 +333,10 @@ func markGenerators(data []byte, key, value string) (out []byte, ok bool) {
 	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
 	// field is the mapping under name in mapping n, added when n has none.
 	field := func(n *yaml.Node, name string) (*yaml.Node, bool) {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == "<<" {
-				return nil, false
-			}
+		if _, merge := mapValue(n, "<<"); merge {
+			return nil, false
 		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value != name {
-				continue
-			}
-			v := n.Content[i+1]
+		if v, ok := mapValue(n, name); ok {
 			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 				*v = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 			}
@@ -391,20 +385,6 @@ func markGenerators(data []byte, key, value string) (out []byte, ok bool) {
 		return data, false
 	}
 	return out, true
-}
-
-// hasAnchorOrAlias reports whether n or a node below it is an alias or has an
-// anchor.
-func hasAnchorOrAlias(n *yaml.Node) bool {
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		return true
-	}
-	for _, c := range n.Content {
-		if hasAnchorOrAlias(c) {
-			return true
-		}
-	}
-	return false
 }
 
 // mapValue is the value under key in mapping n.
