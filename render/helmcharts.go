@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,13 +103,8 @@ func (h *helmKustomize) helmSource(file string) (string, bool) {
 // dir passes to the directories it includes (kusttarget.go
 // accumulateDirectory: its own namespace, else the one it was passed).
 func (h *helmKustomize) noteChildren(k *kfs, dir string, data []byte) {
-	var kust struct {
-		Namespace  string   `yaml:"namespace"`
-		Resources  []string `yaml:"resources"`
-		Bases      []string `yaml:"bases"`
-		Components []string `yaml:"components"`
-	}
-	if yaml.Unmarshal(data, &kust) != nil {
+	kust := childrenOf(sha256.Sum256(data), data)
+	if kust == nil {
 		return
 	}
 	ns := h.ownNamespace(dir, kust.Namespace)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -349,13 +349,14 @@ func (k *kfs) readFile(p string) ([]byte, error) {
 		if k.helm != nil {
 			refusedBy = k.helm.opts.Kustomize.Helm.RefusedBy
 		}
-		if err := screenKustomization(sb, r, data, refusedBy); err != nil {
+		sum := sha256.Sum256(data)
+		if err := screenKustomization(sb, r, sum, data, refusedBy); err != nil {
 			if re, ok := errors.AsType[*Error](err); ok && sb != k.sb && re.File == r {
 				re.File = sb.at(r) // in a remote base: name it
 			}
 			return nil, k.record(err)
 		}
-		k.deprecations(sb.at(r), data)
+		k.deprecations(sb.at(r), sum, data)
 		if len(k.remoteDirs) > 0 {
 			if data, err = k.rewriteRemotes(path.Dir(c), data); err != nil {
 				return nil, k.record(&Error{File: sb.at(r), Err: err})
@@ -391,9 +392,9 @@ func isSyntaxOnly(err error) bool {
 
 // deprecations turns kustomize's warnings about deprecated fields (which it also
 // prints on stderr) into notes for the report.
-func (k *kfs) deprecations(file string, data []byte) {
-	var kust types.Kustomization
-	if err := kust.Unmarshal(data); err != nil {
+func (k *kfs) deprecations(file string, sum [sha256.Size]byte, data []byte) {
+	kust := kustomizationOf(sum, data)
+	if kust == nil {
 		return
 	}
 	warnings := kust.CheckDeprecatedFields()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -113,7 +114,7 @@ func (m *sourceMarks) distrust(why string) {
 // file's clean virtual path.
 func (m *sourceMarks) serve(c string, data []byte) []byte {
 	if isKustomizationFile(c) {
-		m.noteKustomization(c, data)
+		m.noteKustomization(c, sha256.Sum256(data), data)
 		if !bytes.Contains(data, []byte("Generator")) {
 			return data
 		}
@@ -143,9 +144,9 @@ func (m *sourceMarks) serve(c string, data []byte) []byte {
 
 // noteKustomization records the files kustomization c lists as resources and
 // every other file it names.
-func (m *sourceMarks) noteKustomization(c string, data []byte) {
-	var k types.Kustomization
-	if err := k.Unmarshal(data); err != nil {
+func (m *sourceMarks) noteKustomization(c string, sum [sha256.Size]byte, data []byte) {
+	k := kustomizationOf(sum, data)
+	if k == nil {
 		m.distrust(c + " does not parse") // kustomize says why
 		return
 	}
