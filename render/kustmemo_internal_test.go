@@ -68,7 +68,9 @@ func TestKustomizationParsesRemembered(t *testing.T) {
 	if !reflect.DeepEqual(prod, fresh) {
 		t.Errorf("with the base's parses remembered:\n%+v\nparsed afresh:\n%+v", prod, fresh)
 	}
-	if !slices.ContainsFunc(prod.Notes, func(n string) bool { return strings.Contains(n, "base/kustomization.yaml") && strings.Contains(n, "commonLabels") }) {
+	if !slices.ContainsFunc(prod.Notes, func(n string) bool {
+		return strings.Contains(n, "base/kustomization.yaml") && strings.Contains(n, "commonLabels")
+	}) {
 		t.Errorf("the base's deprecation note is missing from the second overlay's render: %q", prod.Notes)
 	}
 	// Afresh, every kustomization of the build is parsed (wrapper, overlay,
