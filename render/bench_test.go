@@ -12,6 +12,7 @@ import (
 	"github.com/driftpreview/driftpreview/fixtures/bench"
 	"github.com/driftpreview/driftpreview/render"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -280,7 +281,9 @@ func BenchmarkRenderCheckout(b *testing.B) {
 // origin annotations ("kustomize": what every build cost before source
 // markers, and what a build the markers cannot account for still costs) and
 // without ("kustomize-no-origins": kustomize's own work, the floor of the
-// kustomize part of "render"). cpu-s/op is the CPU time of one run of all of
+// kustomize part of "render"), and without, each app's base built once
+// beforehand ("kustomize-bases-prebuilt": what sharing base builds could save
+// at most). cpu-s/op is the CPU time of one run of all of
 // them; render processes run with GOGC 800 (child.go), so compare with
 // GOGC=800 in the environment.
 //
@@ -312,40 +315,104 @@ func BenchmarkPRWideRenders(b *testing.B) {
 		}
 		report(b, start)
 	})
+	// wrappers writes, in each tree, a kustomization over each kustomize
+	// target, as renderKustomize does, and returns their directories.
+	wrappers := func(b *testing.B, trees []string, meta string) []string {
+		var ws []string
+		for _, tree := range trees {
+			for _, t := range r.Targets {
+				if t.Kind != bench.Kustomize {
+					continue
+				}
+				w := filepath.Join(tree, "wrap", t.Name)
+				k := "resources: [" + filepath.Join("../..", t.Path) + "]\n" + meta
+				if err := os.MkdirAll(w, 0o755); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(w, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				ws = append(ws, w)
+			}
+		}
+		return ws
+	}
+	fsys := filesys.MakeFsOnDisk()
+	build := func(b *testing.B, dir string) resmap.ResMap {
+		m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	buildAll := func(b *testing.B, ws []string) {
+		start := cpuNow()
+		for b.Loop() {
+			for _, w := range ws {
+				build(b, w)
+			}
+		}
+		report(b, start)
+		b.ReportMetric(float64(len(ws)), "builds/op")
+	}
 	for _, origins := range []bool{true, false} {
 		name, meta := "kustomize", "buildMetadata: [originAnnotations]\n"
 		if !origins {
 			name, meta = "kustomize-no-origins", ""
 		}
 		b.Run(name, func(b *testing.B) {
-			fsys := filesys.MakeFsOnDisk()
-			var wrappers []string
-			for _, tree := range trees {
-				for _, t := range r.Targets {
-					if t.Kind != bench.Kustomize {
-						continue
-					}
-					w := filepath.Join(tree, "wrap", t.Name)
-					k := "resources: [" + filepath.Join("../..", t.Path) + "]\n" + meta
-					if err := os.MkdirAll(w, 0o755); err != nil {
-						b.Fatal(err)
-					}
-					if err := os.WriteFile(filepath.Join(w, "kustomization.yaml"), []byte(k), 0o644); err != nil {
-						b.Fatal(err)
-					}
-					wrappers = append(wrappers, w)
-				}
-			}
-			start := cpuNow()
-			for b.Loop() {
-				for _, w := range wrappers {
-					if _, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, w); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			report(b, start)
-			b.ReportMetric(float64(len(wrappers)), "builds/op")
+			buildAll(b, wrappers(b, trees, meta))
 		})
 	}
+	// kustomize-bases-prebuilt bounds what sharing the build of a base among
+	// the overlays that use it could save: copies of both trees in which each
+	// app's base (three overlays each, the same at base and at head) is built
+	// once, before the clock starts, and its kustomization lists only that
+	// output. For this layout the overlays' output is the same (checked
+	// first). Against kustomize-no-origins it measures the overlays' own share.
+	b.Run("kustomize-bases-prebuilt", func(b *testing.B) {
+		var copies []string
+		for _, tree := range trees {
+			c := b.TempDir()
+			if err := os.CopyFS(c, os.DirFS(tree)); err != nil {
+				b.Fatal(err)
+			}
+			copies = append(copies, c)
+		}
+		ws, orig := wrappers(b, copies, ""), wrappers(b, trees, "")
+		done := map[string]bool{}
+		for _, c := range copies {
+			for _, t := range r.Targets {
+				base := filepath.Join(c, t.Path, "../../base")
+				if t.Kind != bench.Kustomize || done[base] {
+					continue
+				}
+				done[base] = true
+				out, err := build(b, base).AsYaml()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(base, "built.yaml"), out, 0o644); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(base, "kustomization.yaml"), []byte("resources: [built.yaml]\n"), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		for i := range ws {
+			got, err := build(b, ws[i]).AsYaml()
+			if err != nil {
+				b.Fatal(err)
+			}
+			want, err := build(b, orig[i]).AsYaml()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				b.Fatalf("%s: a prebuilt base changes the overlay's output", ws[i])
+			}
+		}
+		buildAll(b, ws)
+	})
 }
