@@ -322,6 +322,9 @@ func (k *kfs) ReadFile(p string) ([]byte, error) {
 	data, err := k.readFile(p)
 	if err == nil && k.marks != nil {
 		data = k.marks.serve(clean(p), data)
+		if err := k.marks.refusedTop(); err != nil {
+			return nil, err
+		}
 	}
 	return data, err
 }

@@ -12,7 +12,7 @@ import (
 // TestKustomizationParsesRemembered: two overlays of one base, with a
 // deprecated field in the base and a helmCharts-free namespace chain, render
 // as they did when every read parsed again; the second overlay parses only its
-// own kustomization (the wrapper and the overlay), not the base's or the
+// own kustomization, not the base's or the
 // component's again; and a kustomization that fails the screen fails it every
 // time, naming its own file.
 func TestKustomizationParsesRemembered(t *testing.T) {
@@ -73,8 +73,8 @@ func TestKustomizationParsesRemembered(t *testing.T) {
 	}) {
 		t.Errorf("the base's deprecation note is missing from the second overlay's render: %q", prod.Notes)
 	}
-	// Afresh, every kustomization of the build is parsed (wrapper, overlay,
-	// base, component); remembered, the base's and the component's are not.
+	// Afresh, every kustomization of the build is parsed (each in several
+	// ways); remembered, the base's and the component's are not.
 	if remembered >= all || all-remembered < 4 {
 		t.Errorf("second overlay ran %d parses, a fresh render %d: the shared base and component were parsed again", remembered, all)
 	}

@@ -73,6 +73,10 @@ type sourceMarks struct {
 	refs      map[string]bool   // files a kustomization names other than as resources
 	plugins   map[string]string // transformer and validator config files → their kustomization's directory
 	unsure    string            // why the build's markers cannot be trusted, "" when they can
+	// top is the target's kustomization file when the build starts at it
+	// rather than at a wrapper over it (buildKustomize), "" otherwise.
+	top        string
+	topRefused error // markTop's
 }
 
 func newSourceMarks() *sourceMarks {
@@ -142,6 +146,42 @@ func (m *sourceMarks) serve(c string, data []byte) []byte {
 	return out
 }
 
+// markTop refuses a build that starts at the target's kustomization k (in
+// file c) instead of at a wrapper over it, when k sets a field kustomize reads
+// only at the top level, or reads differently there (krusty Run,
+// KustTarget.makeCustomizedResMap and accumulateDirectory in
+// sigs.k8s.io/kustomize/api): under a wrapper, its buildMetadata is replaced
+// by the wrapper's, its sortOptions are not applied (the wrapper's legacy order
+// is), its openapi schema does not reset the one in use, and a Component is
+// refused. The build then stops at once (topRefused: kfs fails the read) and
+// is made again with the wrapper.
+func (m *sourceMarks) markTop(c string, k *types.Kustomization) {
+	why := ""
+	switch {
+	case len(k.BuildMetadata) > 0:
+		why = "buildMetadata"
+	case k.SortOptions != nil:
+		why = "sortOptions"
+	case len(k.OpenAPI) > 0:
+		why = "openapi"
+	case k.Kind == types.ComponentKind:
+		why = "kind Component"
+	default:
+		return
+	}
+	m.distrust(c + ": " + why + " at the top")
+	m.mu.Lock()
+	m.topRefused = fmt.Errorf("%s: %s at the top: built under a wrapper instead", c, why)
+	m.mu.Unlock()
+}
+
+// refusedTop is markTop's refusal, nil when there is none.
+func (m *sourceMarks) refusedTop() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.topRefused
+}
+
 // noteKustomization records the files kustomization c lists as resources and
 // every other file it names.
 func (m *sourceMarks) noteKustomization(c string, sum [sha256.Size]byte, data []byte) {
@@ -149,6 +189,9 @@ func (m *sourceMarks) noteKustomization(c string, sum [sha256.Size]byte, data []
 	if k == nil {
 		m.distrust(c + " does not parse") // kustomize says why
 		return
+	}
+	if c == m.top {
+		m.markTop(c, k)
 	}
 	dir := path.Dir(c)
 	at := func(e string) string { return clean(path.Join(dir, e)) }
@@ -554,6 +597,10 @@ var checkSourceMarkers = os.Getenv(checkMarkersEnv) == "1"
 // markedBuilds and markerFallbacks count the builds source markers accounted
 // for and those built again with origin annotations, for tests.
 var markedBuilds, markerFallbacks atomic.Int64
+
+// unwrappedBuilds counts the builds that started at the target's
+// kustomization rather than at a wrapper over it (buildKustomize), for tests.
+var unwrappedBuilds atomic.Int64
 
 // checkMarkedBuild builds the target again with origin annotations and
 // reports how the result differs from set, the build's with source markers.

@@ -107,6 +107,13 @@ func TestSourceMarkers(t *testing.T) {
 			"overlay/t.yaml":   "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: p}\npath: svc.yaml\n",
 			"overlay/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  type: NodePort\n"}), "overlay", false},
 		{"an inline replacement transformer copying annotations", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\ntransformers:\n- |\n  apiVersion: builtin\n  kind: ReplacementTransformer\n  metadata: {name: r}\n  replacements:\n  - source: {kind: Deployment, name: web, fieldPath: metadata.annotations}\n    targets:\n    - select: {kind: ConfigMap, name: settings}\n      fieldPaths: [metadata.annotations]\n"}), "overlay", false},
+		// The build starts at the target's kustomization, not at a wrapper,
+		// unless it sets what kustomize reads only at the top.
+		{"sortOptions at the top", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\nsortOptions: {order: fifo}\n"}), "overlay", false},
+		{"sortOptions in a base", with(bench, map[string]string{"base/kustomization.yaml": k + "resources:\n- ../common\n- deploy.yaml\n- config.yaml\nsortOptions: {order: fifo}\n"}), "overlay", true},
+		{"buildMetadata at the top", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\nbuildMetadata: [managedByLabel]\n"}), "overlay", false},
+		{"buildMetadata in a base", with(bench, map[string]string{"base/kustomization.yaml": k + "resources:\n- ../common\n- deploy.yaml\n- config.yaml\nbuildMetadata: [managedByLabel, originAnnotations]\n"}), "overlay", true},
+		{"a Component at the top", with(bench, map[string]string{"overlay/kustomization.yaml": comp + "resources: [../base]\n"}), "overlay", false},
 		{"content on the separator line", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\n--- {apiVersion: v1, kind: ServiceAccount, metadata: {name: b}}\n"}, ".", false},
 		{"an annotation that is not a string", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n  annotations:\n    n: 1\n    m: null\n"}, ".", true},
 		{"a List", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ServiceAccount\n  metadata: {name: a}\n"}, ".", false},
@@ -127,12 +134,16 @@ func TestSourceMarkers(t *testing.T) {
 			markersRefused.mu.Lock()
 			clear(markersRefused.m)
 			markersRefused.mu.Unlock()
-			marked, fellBack := markedBuilds.Load(), markerFallbacks.Load()
+			marked, fellBack, unwrapped := markedBuilds.Load(), markerFallbacks.Load(), unwrappedBuilds.Load()
 			opts := DefaultOptions()
 			opts.Renderer = RendererKustomize
 			got, gotErr := renderLocal(t.Context(), root, c.target, opts)
 			if m, f := markedBuilds.Load()-marked, markerFallbacks.Load()-fellBack; (m == 1) != c.marked || m+f != 1 {
 				t.Errorf("%d builds with markers, %d built again with origin annotations; want markers used: %v", m, f, c.marked)
+			}
+			// No overrides: a build with markers starts at the target itself.
+			if u := unwrappedBuilds.Load() - unwrapped; c.marked && u != 1 {
+				t.Errorf("%d builds without a wrapper, want 1", u)
 			}
 			// The same target, now known to need origin annotations, or not.
 			markersRefused.add(c.target)
@@ -144,7 +155,7 @@ func TestSourceMarkers(t *testing.T) {
 				t.Fatalf("errors differ: with markers %v, with origin annotations %v", gotErr, wantErr)
 			}
 			if gotErr != nil {
-				if !strings.Contains(gotErr.Error(), "a.yaml") {
+				if !strings.Contains(gotErr.Error(), "a.yaml") && !strings.Contains(gotErr.Error(), c.target+"/kustomization.yaml") {
 					t.Errorf("error %v does not name the file", gotErr)
 				}
 				return
