@@ -281,7 +281,9 @@ func BenchmarkRenderCheckout(b *testing.B) {
 // origin annotations ("kustomize": what every build cost before source
 // markers, and what a build the markers cannot account for still costs) and
 // without ("kustomize-no-origins": kustomize's own work, the floor of the
-// kustomize part of "render"), and without, each app's base built once
+// kustomize part of "render"), and without, started at each target rather
+// than at a wrapper ("kustomize-direct", as renders now build), and without,
+// each app's base built once
 // beforehand ("kustomize-bases-prebuilt": what sharing base builds could save
 // at most). cpu-s/op is the CPU time of one run of all of
 // them; render processes run with GOGC 800 (child.go), so compare with
@@ -364,6 +366,19 @@ func BenchmarkPRWideRenders(b *testing.B) {
 			buildAll(b, wrappers(b, trees, meta))
 		})
 	}
+	// kustomize-direct: the same builds started at each target's
+	// kustomization, as buildKustomize does when no override needs a wrapper.
+	b.Run("kustomize-direct", func(b *testing.B) {
+		var ds []string
+		for _, tree := range trees {
+			for _, t := range r.Targets {
+				if t.Kind == bench.Kustomize {
+					ds = append(ds, filepath.Join(tree, t.Path))
+				}
+			}
+		}
+		buildAll(b, ds)
+	})
 	// kustomize-bases-prebuilt bounds what sharing the build of a base among
 	// the overlays that use it could save: copies of both trees in which each
 	// app's base (three overlays each, the same at base and at head) is built
