@@ -276,18 +276,21 @@ func BenchmarkRenderCheckout(b *testing.B) {
 // BenchmarkPRWideRenders renders what a cold PR-wide of `make bench` renders at
 // T=200, both trees, target after target in this process (no render process,
 // no cache): every target through render.RenderInProcess ("render": kustomize
-// builds with source markers, markers.go), and the 240 kustomize builds alone,
-// krusty.Run over a wrapper like the one renderKustomize generates, with
-// origin annotations ("kustomize": what every build cost before source
-// markers, and what a build the markers cannot account for still costs) and
-// without ("kustomize-no-origins": kustomize's own work, the floor of the
-// kustomize part of "render"), and without, started at each target rather
-// than at a wrapper ("kustomize-direct", as renders now build), and without,
-// each app's base built once
-// beforehand ("kustomize-bases-prebuilt": what sharing base builds could save
-// at most). cpu-s/op is the CPU time of one run of all of
-// them; render processes run with GOGC 800 (child.go), so compare with
-// GOGC=800 in the environment.
+// builds with source markers, markers.go), and the 240 kustomize builds alone
+// with krusty.Run:
+//   - "kustomize": over a wrapper like the one renderKustomize generates, with
+//     origin annotations (what every build cost before source markers, and
+//     what a build the markers cannot account for still costs);
+//   - "kustomize-no-origins": the same without origin annotations;
+//   - "kustomize-direct": started at each target instead, as renders with
+//     markers and no overrides now build (kustomize's own work: the floor of
+//     the kustomize part of "render");
+//   - "kustomize-bases-prebuilt": over wrappers, without origin annotations,
+//     each app's base built once beforehand (what sharing base builds among
+//     overlays could save at most).
+//
+// cpu-s/op is the CPU time of one run of all of them; render processes run
+// with GOGC 800 (child.go), so compare with GOGC=800 in the environment.
 //
 //	GOGC=800 go test ./render -run '^$' -bench PRWideRenders -benchtime 2x
 func BenchmarkPRWideRenders(b *testing.B) {
