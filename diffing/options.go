@@ -153,6 +153,8 @@ type LiveState struct {
 // Prediction is the result of applying one head object onto the live cluster.
 type Prediction struct {
 	// Object is the predicted live object after the apply (masked for Secrets).
+	// It is read only: for an apply that changes nothing it is the live object
+	// itself (LiveState.Objects).
 	Object *unstructured.Unstructured
 	// Conflicts are fields head sets that another manager owns with another value.
 	Conflicts []Conflict

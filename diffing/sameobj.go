@@ -19,6 +19,9 @@ func normalizedEqual(a, b *unstructured.Unstructured) bool {
 	if a == nil || b == nil || a.Object == nil || b.Object == nil || isSecret(a) || isSecret(b) {
 		return false
 	}
+	if a == b {
+		return true // a prediction of an apply that changes nothing is live itself
+	}
 	if !sameTopLevel(a.Object, b.Object) || !sameTopLevel(b.Object, a.Object) {
 		return false
 	}

@@ -210,6 +210,10 @@ spec:
 			if got := skipped == 1; got != tc.skip {
 				t.Errorf("apply skipped as a no-op: %v, want %v", got, tc.skip)
 			}
+			// A no-op's prediction is the live object itself, not a copy.
+			if got := fast.Predictions[k].Object == fast.Objects[k]; got != tc.skip {
+				t.Errorf("prediction is the live object: %v, want %v", got, tc.skip)
+			}
 			if got := differs == 1; got != tc.differs {
 				t.Errorf("no-op test answered untyped (a value of head not live): %v, want %v", got, tc.differs)
 			}

@@ -201,9 +201,11 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 		// The apiserver stores live as it is (applyIsNoop), and so does the
 		// simulation below: the field manager returns live, which has every
 		// field withServerDefaults could put back, in the form canonical
-		// gives it, since the server wrote it.
+		// gives it, since the server wrote it. The prediction is live itself,
+		// not a copy: predictions are read only (diffing.Prediction), and
+		// diffing then sees at once that the apply changes nothing.
 		noops.Add(1)
-		return diffing.Prediction{Object: j.live.DeepCopy()}
+		return diffing.Prediction{Object: j.live}
 	}
 	live := j.live
 	if upgrade.Len() > 0 {
@@ -332,7 +334,7 @@ func (st *read) dryRunUnlessNoop(ctx context.Context) func(context.Context, job)
 	return func(ctx context.Context, j job) diffing.Prediction {
 		if st.dryRunSkippable(ctx, j, adm) {
 			dryRunSkips.Add(1)
-			return diffing.Prediction{Object: j.live.DeepCopy()}
+			return diffing.Prediction{Object: j.live} // as simulate's no-op
 		}
 		select {
 		case st.r.inflight <- struct{}{}:

@@ -185,9 +185,13 @@ func assertSameStates(t *testing.T, want, got []*diffing.LiveState) {
 // applyTimes drops the time of the simulated apply's managed-fields entry from
 // the predictions: it is the time of the simulation.
 func applyTimes(st *diffing.LiveState) {
-	for _, p := range st.Predictions {
+	for k, p := range st.Predictions {
 		if p.Object != nil {
+			// Predictions are read only (a no-op's is the live object
+			// itself): the time goes from a copy.
+			p.Object = p.Object.DeepCopy()
 			dropApplyTime(p.Object.Object, "kustomize-controller")
+			st.Predictions[k] = p
 		}
 	}
 }
