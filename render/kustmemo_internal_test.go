@@ -1,8 +1,6 @@
 package render
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,16 +25,7 @@ func TestKustomizationParsesRemembered(t *testing.T) {
 		"bad1/kustomization.yaml": k + "resources: [a.yaml]\nresources: [b.yaml]\n",
 		"bad2/kustomization.yaml": k + "resources: [a.yaml]\nresources: [b.yaml]\n",
 	}
-	root := t.TempDir()
-	for p, content := range files {
-		f := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := writeFiles(t, files)
 	opts := DefaultOptions()
 	opts.Renderer = RendererKustomize
 	render := func(target string) (ObjectSet, error) {

@@ -121,16 +121,7 @@ func TestSourceMarkers(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root := t.TempDir()
-			for p, content := range c.files {
-				f := filepath.Join(root, p)
-				if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			root := writeFiles(t, c.files)
 			markersRefused.mu.Lock()
 			clear(markersRefused.m)
 			markersRefused.mu.Unlock()
@@ -260,4 +251,20 @@ func TestMarkGenerators(t *testing.T) {
 			t.Errorf("%s: kustomization changed:\n%+v\n%+v", c.name, want, got)
 		}
 	}
+}
+
+// writeFiles writes files (path → content) under a new temp dir and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, content := range files {
+		f := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
 }
