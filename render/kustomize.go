@@ -129,6 +129,18 @@ func renderKustomize(ctx context.Context, sb *sandbox, dir string, opts Options)
 	return set, err
 }
 
+// ambiguousPath reports whether a path segment of dir holds ".." inside it, as
+// kustomize's loader refuses for a directory resource (hasAmbiguousPathSegment
+// in api/internal/loader).
+func ambiguousPath(dir string) bool {
+	for _, part := range strings.Split(dir, "/") {
+		if part != "" && part != "." && part != ".." && strings.Contains(part, "..") {
+			return true
+		}
+	}
+	return false
+}
+
 // markersRefused are the targets whose build source markers could not account
 // for (markers.go), so their next builds (the other side of the PR) go straight
 // to origin annotations. Bounded: past maxOriginMemo targets it starts again.
@@ -178,15 +190,18 @@ func buildKustomize(ctx context.Context, sb *sandbox, dir, kustFile string, gen 
 	fsys.helm.noteChildren(fsys, wrapperDir, wrapper)
 	fsys.marks = marks
 	top := wrapperDir
-	if marks != nil {
+	if marks != nil && !ambiguousPath(dir) {
 		bare, err := wrapperKustomization(sb, dir, KustomizeOptions{}, false)
 		if err == nil && bytes.Equal(wrapper, bare) {
 			// The wrapper would only list the target: build the target
 			// itself, as its controller does. A kustomization level costs
 			// (BenchmarkPRWideRenders/kustomize-direct: 9% of PR-wide's
 			// builds), and the top level does nothing a level below it does
-			// not, but for the fields markTop refuses (krusty Run and
-			// accumulateDirectory in sigs.k8s.io/kustomize/api).
+			// not, but for what refuseUnwrapped refuses (krusty Run and
+			// accumulateDirectory in sigs.k8s.io/kustomize/api). A
+			// directory whose path kustomize's loader finds ambiguous
+			// (FileLoader.New, hasAmbiguousPathSegment: "v1..2") fails
+			// under the wrapper, so it keeps the wrapper.
 			top = path.Join(checkoutMount, dir)
 			marks.top = clean(path.Join(checkoutMount, kustFile))
 		}
@@ -197,9 +212,20 @@ func buildKustomize(ctx context.Context, sb *sandbox, dir, kustFile string, gen 
 	case <-ctx.Done():
 		return ObjectSet{}, true, ctx.Err()
 	}
-	rm, err := func() (resmap.ResMap, error) {
+	rm, err := func() (rm resmap.ResMap, err error) {
 		defer func() { <-kustomizeLock }()
 		defer resetOpenAPISchema()
+		if top != wrapperDir {
+			// kustomize panics on some inputs at the top that it refuses
+			// with an error one level below (two objects renamed onto one
+			// id: resmap FromResourceSlice in KustTarget.IgnoreLocal): such
+			// a build is made again under the wrapper, which says why.
+			defer func() {
+				if r := recover(); r != nil {
+					rm, err = nil, fmt.Errorf("kustomize build without a wrapper: %v", r)
+				}
+			}()
+		}
 		k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 		return k.Run(fsys, top)
 	}()

@@ -76,7 +76,7 @@ type sourceMarks struct {
 	// top is the target's kustomization file when the build starts at it
 	// rather than at a wrapper over it (buildKustomize), "" otherwise.
 	top        string
-	topRefused error // markTop's
+	topRefused error // refuseUnwrapped's
 }
 
 func newSourceMarks() *sourceMarks {
@@ -146,36 +146,52 @@ func (m *sourceMarks) serve(c string, data []byte) []byte {
 	return out
 }
 
-// markTop refuses a build that starts at the target's kustomization k (in
-// file c) instead of at a wrapper over it, when k sets a field kustomize reads
-// only at the top level, or reads differently there (krusty Run,
+// refuseUnwrapped refuses a build that starts at the target's kustomization
+// instead of at a wrapper over it (m.top set) when kustomization k (in file c)
+// sets what kustomize reads differently at the top (krusty Run,
 // KustTarget.makeCustomizedResMap and accumulateDirectory in
-// sigs.k8s.io/kustomize/api): under a wrapper, its buildMetadata is replaced
-// by the wrapper's, its sortOptions are not applied (the wrapper's legacy order
-// is), its openapi schema does not reset the one in use, and a Component is
-// refused. The build then stops at once (topRefused: kfs fails the read) and
-// is made again with the wrapper.
-func (m *sourceMarks) markTop(c string, k *types.Kustomization) {
+// sigs.k8s.io/kustomize/api):
+//   - at the top: under a wrapper, its buildMetadata is replaced by the
+//     wrapper's, its sortOptions are not applied (the wrapper has none, and
+//     krusty's default is not to sort), its openapi schema does not reset the
+//     one in use, and a Component is refused;
+//   - anywhere in the build: configurations and crds add to the transformer
+//     configuration, which the wrapper merges once more into kustomize's
+//     defaults (TransformerConfig.Merge), where a field spec the target added
+//     can shadow a default one of the same path, or conflict with it.
+//
+// The build then stops at once (the render filesystem fails the next read)
+// and is made again with the wrapper.
+func (m *sourceMarks) refuseUnwrapped(c string, k *types.Kustomization) {
+	if m.top == "" {
+		return
+	}
 	why := ""
 	switch {
+	case len(k.Configurations) > 0:
+		why = "configurations"
+	case len(k.Crds) > 0:
+		why = "crds"
+	case c != m.top:
+		return
 	case len(k.BuildMetadata) > 0:
-		why = "buildMetadata"
+		why = "buildMetadata at the top"
 	case k.SortOptions != nil:
-		why = "sortOptions"
+		why = "sortOptions at the top"
 	case len(k.OpenAPI) > 0:
-		why = "openapi"
+		why = "openapi at the top"
 	case k.Kind == types.ComponentKind:
-		why = "kind Component"
+		why = "kind Component at the top"
 	default:
 		return
 	}
-	m.distrust(c + ": " + why + " at the top")
+	m.distrust(c + ": " + why)
 	m.mu.Lock()
-	m.topRefused = fmt.Errorf("%s: %s at the top: built under a wrapper instead", c, why)
+	m.topRefused = fmt.Errorf("%s: %s: built under a wrapper instead", c, why)
 	m.mu.Unlock()
 }
 
-// refusedTop is markTop's refusal, nil when there is none.
+// refusedTop is refuseUnwrapped's refusal, nil when there is none.
 func (m *sourceMarks) refusedTop() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -190,9 +206,7 @@ func (m *sourceMarks) noteKustomization(c string, sum [sha256.Size]byte, data []
 		m.distrust(c + " does not parse") // kustomize says why
 		return
 	}
-	if c == m.top {
-		m.markTop(c, k)
-	}
+	m.refuseUnwrapped(c, k)
 	dir := path.Dir(c)
 	at := func(e string) string { return clean(path.Join(dir, e)) }
 	var refs []string

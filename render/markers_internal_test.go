@@ -3,6 +3,7 @@ package render
 import (
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -114,6 +115,24 @@ func TestSourceMarkers(t *testing.T) {
 		{"buildMetadata at the top", with(bench, map[string]string{"overlay/kustomization.yaml": k + "resources: [../base]\nbuildMetadata: [managedByLabel]\n"}), "overlay", false},
 		{"buildMetadata in a base", with(bench, map[string]string{"base/kustomization.yaml": k + "resources:\n- ../common\n- deploy.yaml\n- config.yaml\nbuildMetadata: [managedByLabel, originAnnotations]\n"}), "overlay", true},
 		{"a Component at the top", with(bench, map[string]string{"overlay/kustomization.yaml": comp + "resources: [../base]\n"}), "overlay", false},
+		// The wrapper merges the target's transformer configuration once more
+		// into kustomize's defaults, where the target's varReference shadows
+		// the default metadata/annotations one: any configurations or crds
+		// keep the wrapper.
+		{"configurations at the top", map[string]string{
+			"base/kustomization.yaml":    k + "resources: [sa.yaml, cm.yaml]\n",
+			"base/sa.yaml":               "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: app\n  annotations:\n    config: $(CM)\n",
+			"base/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n",
+			"overlay/kustomization.yaml": k + "resources: [../base]\nconfigurations: [vr.yaml]\nvars:\n- name: CM\n  objref: {apiVersion: v1, kind: ConfigMap, name: cfg}\n",
+			"overlay/vr.yaml":            "varReference:\n- path: metadata/annotations\n  kind: ConfigMap\n"}, "overlay", false},
+		{"configurations in a base", with(bench, map[string]string{"base/kustomization.yaml": k + "resources:\n- ../common\n- deploy.yaml\n- config.yaml\nconfigurations: [c.yaml]\n",
+			"base/c.yaml": "namePrefix:\n- path: metadata/name\n  kind: ConfigMap\n"}), "overlay", false},
+		// kustomize panics at the top where one level below it refuses.
+		{"two objects renamed onto one id", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\npatches:\n- target: {kind: ConfigMap, name: b}\n  patch: '[{\"op\": \"replace\", \"path\": \"/metadata/name\", \"value\": \"a\"}]'\n",
+			"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n"}, ".", false},
+		// kustomize's loader refuses such a directory one level below.
+		{"a target directory with .. in its name", map[string]string{"v1..2/kustomization.yaml": k + "resources: [a.yaml]\n",
+			"v1..2/a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n"}, "v1..2", false},
 		{"content on the separator line", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\n--- {apiVersion: v1, kind: ServiceAccount, metadata: {name: b}}\n"}, ".", false},
 		{"an annotation that is not a string", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: a\n  annotations:\n    n: 1\n    m: null\n"}, ".", true},
 		{"a List", map[string]string{"kustomization.yaml": k + "resources: [a.yaml]\n", "a.yaml": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ServiceAccount\n  metadata: {name: a}\n"}, ".", false},
@@ -146,7 +165,7 @@ func TestSourceMarkers(t *testing.T) {
 				t.Fatalf("errors differ: with markers %v, with origin annotations %v", gotErr, wantErr)
 			}
 			if gotErr != nil {
-				if !strings.Contains(gotErr.Error(), "a.yaml") && !strings.Contains(gotErr.Error(), c.target+"/kustomization.yaml") {
+				if !strings.Contains(gotErr.Error(), "a.yaml") && !strings.Contains(gotErr.Error(), path.Join(c.target, "kustomization.yaml")) {
 					t.Errorf("error %v does not name the file", gotErr)
 				}
 				return
