@@ -102,8 +102,10 @@ func (st *read) predict(ctx context.Context, base, head render.ObjectSet, out *d
 }
 
 // reusable returns the predictions of opts.Reuse whose apply this read repeats:
-// the same head object onto the same live object, with the same base object (a
-// copy each, as the caller may change what it gets).
+// the same head object onto the same live object, with the same base object.
+// Predictions are read only (diffing.Prediction), so they are shared, not
+// copied; a no-op's, which is the earlier read's live object itself
+// (simulate), becomes this read's live object, equal to it.
 func (st *read) reusable(baseObjs map[render.ObjectKey]*render.Object, head render.ObjectSet, out *diffing.LiveState) map[render.ObjectKey]diffing.Prediction {
 	ru := st.opts.Reuse
 	if ru == nil || ru.State == nil || ru.State.Err != nil {
@@ -133,10 +135,9 @@ func (st *read) reusable(baseObjs map[render.ObjectKey]*render.Object, head rend
 		if (lo == nil) != (plo == nil) || (lo != nil && !diffing.JSONEqual(lo.Object, plo.Object)) {
 			continue
 		}
-		if p.Object != nil {
-			p.Object = p.Object.DeepCopy()
+		if p.Object != nil && p.Object == plo {
+			p.Object = lo
 		}
-		p.Conflicts = slices.Clone(p.Conflicts)
 		reuse[o.Key] = p
 	}
 	return reuse

@@ -19,6 +19,7 @@ func TestReuseSameAsFreshRead(t *testing.T) {
 	base := []*unstructured.Unstructured{
 		cluster.ApplyAs(ctx, t, configMap(t, ns, "same", map[string]any{"level": "info"}), "kustomize-controller"),
 		cluster.ApplyAs(ctx, t, configMap(t, ns, "changed", map[string]any{"level": "info"}), "kustomize-controller"),
+		cluster.ApplyAs(ctx, t, configMap(t, ns, "quiet", map[string]any{"level": "info"}), "kustomize-controller"),
 	}
 	cluster.EditAs(ctx, t, base[0], "kubectl-edit", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "debug", "data", "level")
@@ -26,8 +27,10 @@ func TestReuseSameAsFreshRead(t *testing.T) {
 	head := []*unstructured.Unstructured{
 		configMap(t, ns, "same", map[string]any{"level": "info"}),
 		configMap(t, ns, "changed", map[string]any{"level": "warn"}),
+		configMap(t, ns, "quiet", map[string]any{"level": "info"}),
 	}
-	baseSet := set(configMap(t, ns, "same", map[string]any{"level": "info"}), configMap(t, ns, "changed", map[string]any{"level": "info"}))
+	baseSet := set(configMap(t, ns, "same", map[string]any{"level": "info"}), configMap(t, ns, "changed", map[string]any{"level": "info"}),
+		configMap(t, ns, "quiet", map[string]any{"level": "info"}))
 	headSet := set(head...)
 	r := reader(t, nil)
 	r.ShareLists()
@@ -36,9 +39,15 @@ func TestReuseSameAsFreshRead(t *testing.T) {
 	o := opts(ns)
 	o.Reuse = &live.Reuse{Base: baseSet, Head: headSet, State: first}
 	got := mustRead(t, r, baseSet, baseSet, o)
+	// The no-op apply of "quiet" is predicted as this read's live object
+	// itself, taken over from the first read's.
+	quiet := render.KeyOf(head[2])
+	if first.Predictions[quiet].Object != first.Objects[quiet] || got.Predictions[quiet].Object != got.Objects[quiet] {
+		t.Errorf("the no-op's prediction is not the live object of its read")
+	}
 	applyTimes(want)
 	applyTimes(got)
-	if len(want.Predictions) != 2 || len(want.Predictions[render.KeyOf(head[0])].Conflicts) != 1 {
+	if len(want.Predictions) != 3 || len(want.Predictions[render.KeyOf(head[0])].Conflicts) != 1 {
 		t.Fatalf("the fixture does not predict a conflict on %s: %+v", render.KeyOf(head[0]), want.Predictions)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
