@@ -3,7 +3,6 @@ package render
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,7 +102,7 @@ func (h *helmKustomize) helmSource(file string) (string, bool) {
 // dir passes to the directories it includes (kusttarget.go
 // accumulateDirectory: its own namespace, else the one it was passed).
 func (h *helmKustomize) noteChildren(k *kfs, dir string, data []byte) {
-	kust := childrenOf(sha256.Sum256(data), data)
+	kust := childrenOf(data)
 	if kust == nil {
 		return
 	}

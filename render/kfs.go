@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -322,7 +321,7 @@ func (k *kfs) ReadFile(p string) ([]byte, error) {
 	data, err := k.readFile(p)
 	if err == nil && k.marks != nil {
 		data = k.marks.serve(clean(p), data)
-		if err := k.marks.refusedTop(); err != nil {
+		if err := k.marks.refusedUnwrapped(); err != nil {
 			return nil, err
 		}
 	}
@@ -352,14 +351,13 @@ func (k *kfs) readFile(p string) ([]byte, error) {
 		if k.helm != nil {
 			refusedBy = k.helm.opts.Kustomize.Helm.RefusedBy
 		}
-		sum := sha256.Sum256(data)
-		if err := screenKustomization(sb, r, sum, data, refusedBy); err != nil {
+		if err := screenKustomization(sb, r, data, refusedBy); err != nil {
 			if re, ok := errors.AsType[*Error](err); ok && sb != k.sb && re.File == r {
 				re.File = sb.at(r) // in a remote base: name it
 			}
 			return nil, k.record(err)
 		}
-		k.deprecations(sb.at(r), sum, data)
+		k.deprecations(sb.at(r), data)
 		if len(k.remoteDirs) > 0 {
 			if data, err = k.rewriteRemotes(path.Dir(c), data); err != nil {
 				return nil, k.record(&Error{File: sb.at(r), Err: err})
@@ -395,8 +393,8 @@ func isSyntaxOnly(err error) bool {
 
 // deprecations turns kustomize's warnings about deprecated fields (which it also
 // prints on stderr) into notes for the report.
-func (k *kfs) deprecations(file string, sum [sha256.Size]byte, data []byte) {
-	kust := kustomizationOf(sum, data)
+func (k *kfs) deprecations(file string, data []byte) {
+	kust := kustomizationOf(data)
 	if kust == nil {
 		return
 	}

@@ -51,8 +51,8 @@ var kustParsesRun atomic.Int64
 
 // memoParse returns parse(data), run once per content and kind in this
 // process while keep says its result may be kept.
-func memoParse[T any](kind parseKind, sum [sha256.Size]byte, data []byte, parse func([]byte) T, keep func(T) bool) T {
-	key := parseKey{kind, sum}
+func memoParse[T any](kind parseKind, data []byte, parse func([]byte) T, keep func(T) bool) T {
+	key := parseKey{kind, sha256.Sum256(data)}
 	kustParses.mu.Lock()
 	v, ok := kustParses.m[key]
 	kustParses.mu.Unlock()
@@ -76,8 +76,8 @@ func always[T any](T) bool { return true }
 
 // kustomizationOf is data parsed as kustomize parses a kustomization file
 // (nil when it does not parse; kustomize then says why).
-func kustomizationOf(sum [sha256.Size]byte, data []byte) *types.Kustomization {
-	return memoParse(parsedKustomization, sum, data, func(data []byte) *types.Kustomization {
+func kustomizationOf(data []byte) *types.Kustomization {
+	return memoParse(parsedKustomization, data, func(data []byte) *types.Kustomization {
 		var k types.Kustomization
 		if k.Unmarshal(data) != nil {
 			return nil
@@ -94,8 +94,8 @@ type screened struct {
 
 // screenedOf is DecodeYAML(data, file), kept only when it succeeds (an error
 // names file).
-func screenedOf(sum [sha256.Size]byte, data []byte, file string) ([]Document, error) {
-	s := memoParse(parsedScreen, sum, data, func(data []byte) screened {
+func screenedOf(data []byte, file string) ([]Document, error) {
+	s := memoParse(parsedScreen, data, func(data []byte) screened {
 		docs, err := DecodeYAML(data, file)
 		return screened{docs, err}
 	}, func(s screened) bool { return s.err == nil })
@@ -111,8 +111,8 @@ type kustChildren struct {
 }
 
 // childrenOf is data's kustChildren (nil when it does not decode).
-func childrenOf(sum [sha256.Size]byte, data []byte) *kustChildren {
-	return memoParse(parsedChildren, sum, data, func(data []byte) *kustChildren {
+func childrenOf(data []byte) *kustChildren {
+	return memoParse(parsedChildren, data, func(data []byte) *kustChildren {
 		var kust kustChildren
 		if yaml.Unmarshal(data, &kust) != nil {
 			return nil

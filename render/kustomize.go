@@ -3,7 +3,6 @@ package render
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -805,8 +804,8 @@ var builtinKinds = func() map[string]bool {
 // fields are then refused as that controller's kustomize refuses them;
 // otherwise they are inflated in process (helmcharts.go), which checks their
 // paths.
-func screenKustomization(sb *sandbox, file string, sum [sha256.Size]byte, data []byte, helmRefusedBy string) error {
-	docs, err := screenedOf(sum, data, file)
+func screenKustomization(sb *sandbox, file string, data []byte, helmRefusedBy string) error {
+	docs, err := screenedOf(data, file)
 	if err != nil {
 		return err
 	}

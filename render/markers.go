@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -75,8 +74,8 @@ type sourceMarks struct {
 	unsure    string            // why the build's markers cannot be trusted, "" when they can
 	// top is the target's kustomization file when the build starts at it
 	// rather than at a wrapper over it (buildKustomize), "" otherwise.
-	top        string
-	topRefused error // refuseUnwrapped's
+	top     string
+	refused error // refuseUnwrapped's
 }
 
 func newSourceMarks() *sourceMarks {
@@ -118,7 +117,7 @@ func (m *sourceMarks) distrust(why string) {
 // file's clean virtual path.
 func (m *sourceMarks) serve(c string, data []byte) []byte {
 	if isKustomizationFile(c) {
-		m.noteKustomization(c, sha256.Sum256(data), data)
+		m.noteKustomization(c, data)
 		if !bytes.Contains(data, []byte("Generator")) {
 			return data
 		}
@@ -187,21 +186,21 @@ func (m *sourceMarks) refuseUnwrapped(c string, k *types.Kustomization) {
 	}
 	m.distrust(c + ": " + why)
 	m.mu.Lock()
-	m.topRefused = fmt.Errorf("%s: %s: built under a wrapper instead", c, why)
+	m.refused = fmt.Errorf("%s: %s: built under a wrapper instead", c, why)
 	m.mu.Unlock()
 }
 
-// refusedTop is refuseUnwrapped's refusal, nil when there is none.
-func (m *sourceMarks) refusedTop() error {
+// refusedUnwrapped is refuseUnwrapped's refusal, nil when there is none.
+func (m *sourceMarks) refusedUnwrapped() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.topRefused
+	return m.refused
 }
 
 // noteKustomization records the files kustomization c lists as resources and
 // every other file it names.
-func (m *sourceMarks) noteKustomization(c string, sum [sha256.Size]byte, data []byte) {
-	k := kustomizationOf(sum, data)
+func (m *sourceMarks) noteKustomization(c string, data []byte) {
+	k := kustomizationOf(data)
 	if k == nil {
 		m.distrust(c + " does not parse") // kustomize says why
 		return
