@@ -184,6 +184,12 @@ func (d *differ) scanDrift(k render.ObjectKey, live, head, predicted *unstructur
 	if base == nil {
 		return
 	}
+	if predicted != nil && predicted == live && !isSecretKey(k) {
+		// A proven no-op (the prediction is live itself): each path below
+		// would find the predicted value equal to live's and go on. A merge
+		// that changes nothing reverts no hand edit.
+		return
+	}
 	var paths []string
 	leafDiffs(normalizedView(base.Obj).Object, normalizedView(live).Object, nil, &paths)
 	if len(paths) == 0 {

@@ -260,6 +260,22 @@ func TestDiffLive(t *testing.T) {
 			},
 		},
 		{
+			name: "a proven no-op keeps the hand edit",
+			in: func(t *testing.T) Input {
+				head := strings.Replace(settingsBase, "LOG_LEVEL: info", "LOG_LEVEL: debug", 1)
+				ls := liveState(t, settingsLive)
+				// The prediction is live itself, as simulate gives a proven no-op.
+				ls.Predictions[keySettings] = Prediction{Object: ls.Objects[keySettings]}
+				return Input{Base: set(t, settingsBase), Head: set(t, head), Live: ls}
+			},
+			want: []string{},
+			check: func(t *testing.T, got TargetReport) {
+				if diff := cmp.Diff([]string{"modified ConfigMap/shop/settings live:unchanged"}, actions(got.Changes)); diff != "" {
+					t.Errorf("changes (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
 			name: "configured human manager",
 			in: func(t *testing.T) Input {
 				ls := liveState(t, strings.ReplaceAll(settingsLive, "kubectl-edit", "k9s"))
