@@ -400,16 +400,7 @@ func typedObject(r *resource.Resource, size *int64) (map[string]any, bool) {
 		return nil, false
 	}
 	var sz int64
-	if _, ok := jsonTyped(m, &sz); !ok || !isObject(m) {
-		return nil, false
-	}
-	if kind, _ := m["kind"].(string); strings.HasSuffix(kind, "List") {
-		if _, isList := m["items"].([]any); isList {
-			return nil, false
-		}
-	}
-	nodes := 0
-	if !withinLimits(m, 0, &nodes) {
+	if _, ok := jsonTyped(m, &sz); !ok || !jsonReadable(m) {
 		return nil, false
 	}
 	*size += sz
@@ -475,19 +466,25 @@ func jsonObject(j []byte) (map[string]any, bool) {
 		}
 	}
 	var m map[string]any
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &m); err != nil || m == nil || !isObject(m) {
-		return nil, false
-	}
-	if kind, _ := m["kind"].(string); strings.HasSuffix(kind, "List") {
-		if _, isList := m["items"].([]any); isList {
-			return nil, false
-		}
-	}
-	nodes := 0
-	if !withinLimits(m, 0, &nodes) {
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(j, &m); err != nil || m == nil || !jsonReadable(m) {
 		return nil, false
 	}
 	return m, true
+}
+
+// jsonReadable is what jsonObject asks of a decoded resource beyond its
+// JSON: one object (not a List of them) within the depth and size limits.
+func jsonReadable(m map[string]any) bool {
+	if !isObject(m) {
+		return false
+	}
+	if kind, _ := m["kind"].(string); strings.HasSuffix(kind, "List") {
+		if _, isList := m["items"].([]any); isList {
+			return false
+		}
+	}
+	nodes := 0
+	return withinLimits(m, 0, &nodes)
 }
 
 // withinLimits walks v as converter.size counts a document's nodes (a mapping
