@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 )
@@ -105,7 +106,7 @@ func jsonFloat(f float64, size *int64) (any, bool) {
 	}
 	*size += int64(len(b))
 	s := string(b)
-	if !containsByte(b, '.') {
+	if !bytes.Contains(b, []byte(".")) {
 		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 			return i, true
 		}
@@ -115,15 +116,6 @@ func jsonFloat(f float64, size *int64) (any, bool) {
 		return nil, false
 	}
 	return g, true
-}
-
-func containsByte(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // jsonStringLen is the length of s as json.Marshal quotes it (HTML-safe

@@ -391,12 +391,8 @@ func kustomizeOutput(sb *sandbox, kustFile string, rm resmap.ResMap) ([]parsedOb
 // gives that resource's result, note or error. Writing and reading the JSON
 // was a twentieth of a render process's CPU on make bench's PR-wide.
 func typedObject(r *resource.Resource, size *int64) (map[string]any, bool) {
-	n := r.YNode()
-	if n == nil || n.Kind != yaml.MappingNode || hasAlias(n) {
-		return nil, false
-	}
-	m := map[string]any{}
-	if err := n.Decode(&m); err != nil {
+	m, ok := decodedNode(r)
+	if !ok {
 		return nil, false
 	}
 	var sz int64
@@ -420,15 +416,26 @@ func typedObject(r *resource.Resource, size *int64) (map[string]any, bool) {
 // or that fails to decode takes kyaml's way, so its result or error is
 // kyaml's. TestResourceJSON holds both ways equal.
 func resourceJSON(r *resource.Resource) ([]byte, error) {
-	n := r.YNode()
-	if n == nil || n.Kind != yaml.MappingNode || hasAlias(n) {
-		return r.MarshalJSON()
-	}
-	m := map[string]any{}
-	if err := n.Decode(&m); err != nil {
+	m, ok := decodedNode(r)
+	if !ok {
 		return r.MarshalJSON()
 	}
 	return json.Marshal(m)
+}
+
+// decodedNode is r's node decoded into a map by yaml.v3 (Node.Decode); false
+// for a node that is not a mapping, holds an alias, or does not decode, which
+// is left to kyaml (resourceJSON).
+func decodedNode(r *resource.Resource) (map[string]any, bool) {
+	n := r.YNode()
+	if n == nil || n.Kind != yaml.MappingNode || hasAlias(n) {
+		return nil, false
+	}
+	m := map[string]any{}
+	if err := n.Decode(&m); err != nil {
+		return nil, false
+	}
+	return m, true
 }
 
 // hasAlias reports whether n or a node below it is an alias.
