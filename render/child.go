@@ -59,11 +59,14 @@ const (
 
 func init() {
 	// The collector was off while the dependencies were initialized
-	// (initgc): on again before anything of driftpreview runs.
-	initgc.Restore()
+	// (initgc): on again before anything of driftpreview runs (in a render
+	// process, once its heap is reserved for huge pages: hugeheap.go).
 	if os.Getenv(childEnv) != "1" {
+		initgc.Restore()
 		return
 	}
+	reserveChildHeap()
+	initgc.Restore()
 	stop := startChildProfile()
 	code := childMain(os.Stdin, os.Stdout)
 	stop()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -340,6 +341,9 @@ func (p *pool) start(key poolKey) (*worker, error) {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = []string{childEnv + "=1", "GOTRACEBACK=single"}
+	if n := childHeapReserve(key.mem); n > 0 {
+		cmd.Env = append(cmd.Env, heapReserveEnv+"="+strconv.FormatInt(n, 10))
+	}
 	if dir := profiling(); dir != "" {
 		cmd.Env = append(cmd.Env, childProfileEnv+"="+dir)
 	}

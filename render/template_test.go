@@ -123,6 +123,16 @@ func TestExecuteTemplatesHostile(t *testing.T) {
 		{name: "memory: a list that doubles", tpl: `{{ $l := list 1 }}{{ range until 40 }}{{ $l = concat $l $l }}{{ end }}`,
 			lim:     func(l *render.TemplateLimits) { l.MaxMemoryBytes = 128 << 20; l.Timeout = 20 * time.Second },
 			wantMsg: []string{"memory limit"}},
+		// At the default limit, where a render process reserves heap for huge
+		// pages (render/hugeheap.go): the limits still stop these as named.
+		{name: "a template that calls itself, at the default memory limit", tpl: `{{ define "a" }}{{ template "a" . }}{{ end }}{{ template "a" . }}`, template: true,
+			lim:     func(l *render.TemplateLimits) { l.MaxMemoryBytes = render.DefaultTemplateLimits().MaxMemoryBytes },
+			wantMsg: []string{"exceeded maximum template depth"}},
+		{name: "memory: a list that doubles, at the default memory limit", tpl: `{{ $l := list 1 }}{{ range until 40 }}{{ $l = concat $l $l }}{{ end }}`,
+			lim: func(l *render.TemplateLimits) {
+				l.MaxMemoryBytes, l.Timeout = render.DefaultTemplateLimits().MaxMemoryBytes, 20*time.Second
+			},
+			wantMsg: []string{"memory limit"}},
 		{name: "1 MiB literal x 3,000 parameter sets", tpl: map[string]any{"data": mib}, params: many(3000),
 			lim:     func(l *render.TemplateLimits) { *l = render.TemplateLimits{} },
 			wantMsg: []string{"more than 33554432 bytes in all"}},

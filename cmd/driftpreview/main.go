@@ -44,6 +44,9 @@ const usage = `usage:
 `
 
 func main() {
+	// Huge pages for this process's heap where the kernel gives them only on
+	// request (render/hugeheap.go); render processes reserve their own.
+	render.ReserveHeap()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	// The render processes end with this one, reaped (their CPU time is
