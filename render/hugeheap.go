@@ -10,11 +10,11 @@ import (
 // Huge pages for the heap (render/internal/hugeheap): where the kernel gives
 // transparent huge pages only to memory that asks (THP "madvise", Debian's and
 // Ubuntu's default), every process of a preview has its heap's first
-// heapReserve bytes mapped at once and advised for them. On make bench's cold
-// PR-wide at T=200 that took the page faults of each of the three processes
-// from about 38,000 to 6,000 and the run's CPU from 11.7 to 11.0 s (mean of 8
-// alternating pairs; the kernel's own "always" mode saved 7.1% the same way),
-// issue 25.
+// heapReserve bytes mapped at once and advised for them (a render process:
+// childHeapReserve). On make bench's cold PR-wide at T=200 that took the page
+// faults of each of the three processes from about 38,000 to 6,000 and the
+// run's CPU from 10.05 to 9.66 s (means of 8 alternating pairs; switching the
+// whole machine to THP "always" saved 7.1% in the same test), issue 25.
 const heapReserve = 256 << 20
 
 // heapReserveEnv tells a render process how much heap to reserve.

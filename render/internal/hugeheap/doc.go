@@ -25,7 +25,7 @@
 // nothing. Reserve only acts in "madvise" mode.
 //
 // The reserved region counts as mapped (RLIMIT_DATA counts it whether it is
-// touched or not), so a caller under a memory limit reserves at most part of
-// it: a render process reserves at most half of its limit (render's pool), so
-// the limit still binds as it did.
+// touched or not), so a caller under a memory limit reserves only part of it:
+// a render process reserves a quarter of a limit of 512 MiB or more, and
+// nothing under a smaller one (render's childHeapReserve says why).
 package hugeheap
