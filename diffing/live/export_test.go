@@ -19,12 +19,12 @@ func SetWideMaxItems(n int) (restore func()) {
 }
 
 // SetShortcuts turns simulate's shortcuts (the no-op test, canonical skipped for
-// a canonical head) on or off for a test, which restores them with the returned
-// func.
+// a canonical head, the prune skipped when head keeps every field the manager
+// owns) on or off for a test, which restores them with the returned func.
 func SetShortcuts(on bool) (restore func()) {
-	oldNoops, oldCanonical := skipNoops, skipCanonical
-	skipNoops, skipCanonical = on, on
-	return func() { skipNoops, skipCanonical = oldNoops, oldCanonical }
+	oldNoops, oldCanonical, oldPrune := skipNoops, skipCanonical, skipPrune
+	skipNoops, skipCanonical, skipPrune = on, on, on
+	return func() { skipNoops, skipCanonical, skipPrune = oldNoops, oldCanonical, oldPrune }
 }
 
 // Simulations returns how many applies simulate was asked for and how many of them
@@ -36,6 +36,10 @@ func Simulations() (simulated, noop int64) { return simulations.Load(), noops.Lo
 func Shortcuts() (notContainedTests, canonicalSkipped int64) {
 	return notContained.Load(), canonicalSkips.Load()
 }
+
+// PruneSkips returns how many simulated applies skipped the prune (keepsOwned)
+// since the process started.
+func PruneSkips() int64 { return pruneSkips.Load() }
 
 // ListPage sends one page of the LIST of gvr in ns ("" for all namespaces or a
 // cluster-scoped type) as Read does.

@@ -65,8 +65,10 @@ spec:
 		skip bool
 		// differs: the untyped test (mayContain) finds a value of head that
 		// live lacks; canonical: the prediction needs canonical, for head is
-		// not canonical or the apply is client-side (else it is skipped).
-		differs, canonical bool
+		// not canonical or the apply is client-side (else it is skipped);
+		// keeps: head sets every field the manager owns, so the apply is
+		// simulated without the prune (keepsOwned).
+		differs, canonical, keeps bool
 	}{
 		{name: "unchanged configmap", skip: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			b := cm(ns, map[string]any{"a": "1"})
@@ -118,7 +120,7 @@ spec:
 			})
 			return b, cm(ns, map[string]any{"a": "1"})
 		}},
-		{name: "hpa owns replicas head sets to another value", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		{name: "hpa owns replicas head sets to another value", keeps: true, differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			cluster.ScaleAs(ctx, t, web(ns, ""), 7, "kube-controller-manager")
 			return web(ns, ""), web(ns, "")
@@ -146,7 +148,7 @@ spec:
 			_ = unstructured.SetNestedSlice(h.Object, []any{map[string]any{"name": "http", "port": int64(80)}}, "spec", "ports")
 			return svc(ns), h
 		}},
-		{name: "head changes an image", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		{name: "head changes an image", keeps: true, differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
 			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
@@ -154,7 +156,7 @@ spec:
 			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
 			return web(ns, ""), h
 		}},
-		{name: "head writes a quantity in another form", differs: true, canonical: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		{name: "head writes a quantity in another form", keeps: true, differs: true, canonical: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
 			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
@@ -162,11 +164,43 @@ spec:
 			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
 			return web(ns, ""), h
 		}},
-		{name: "head reorders list items with merge keys", seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+		{name: "head reorders list items with merge keys", keeps: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
 			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
 			c[0].(map[string]any)["env"] = []any{map[string]any{"name": "B", "value": "2"}, map[string]any{"name": "A", "value": "1"}}
+			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
+			return web(ns, ""), h
+		}},
+		{name: "head adds a key", differs: true, keeps: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+			b := cm(ns, map[string]any{"a": "1"})
+			cluster.ApplyAs(ctx, t, b, manager)
+			return b, cm(ns, map[string]any{"a": "1", "b": "2"})
+		}},
+		{name: "head adds an env var and removes nothing", differs: true, keeps: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
+			h := web(ns, "")
+			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
+			c[0].(map[string]any)["env"] = []any{map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "B", "value": "2"}, map[string]any{"name": "C", "value": "3"}}
+			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
+			return web(ns, ""), h
+		}},
+		{name: "head changes an image and drops an env var: pruned", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
+			h := web(ns, "")
+			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
+			c[0].(map[string]any)["image"] = "nginx:1.28"
+			c[0].(map[string]any)["env"] = []any{map[string]any{"name": "A", "value": "1"}}
+			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
+			return web(ns, ""), h
+		}},
+		{name: "hpa owns replicas, head changes an image and drops a label: pruned, with a conflict", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
+			cluster.ScaleAs(ctx, t, web(ns, ""), 7, "kube-controller-manager")
+			h := web(ns, "")
+			unstructured.RemoveNestedField(h.Object, "metadata", "labels")
+			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
+			c[0].(map[string]any)["image"] = "nginx:1.28"
 			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
 			return web(ns, ""), h
 		}},
@@ -191,16 +225,17 @@ spec:
 			k := render.KeyOf(head)
 			o := opts(ns)
 			o.Manager = manager
-			var differs, canonicalSkipped int64
+			var differs, canonicalSkipped, pruneSkipped int64
 			read := func(mode diffing.LiveMode, skip bool) (*diffing.LiveState, int64) {
 				defer live.SetShortcuts(skip)()
 				o.Mode = mode
 				_, before := live.Simulations()
 				d0, c0 := live.Shortcuts()
+				p0 := live.PruneSkips()
 				st := mustRead(t, reader(t, nil), set(base), set(head), o)
 				_, after := live.Simulations()
 				d1, c1 := live.Shortcuts()
-				differs, canonicalSkipped = d1-d0, c1-c0
+				differs, canonicalSkipped, pruneSkipped = d1-d0, c1-c0, live.PruneSkips()-p0
 				if p := st.Predictions[k]; p.Err != nil || p.Object == nil {
 					t.Fatalf("%s prediction: %+v", mode, p)
 				}
@@ -219,6 +254,9 @@ spec:
 			}
 			if got := canonicalSkipped == 0 && !tc.skip; got != tc.canonical {
 				t.Errorf("prediction made canonical: %v, want %v", got, tc.canonical)
+			}
+			if got := pruneSkipped == 1; got != tc.keeps {
+				t.Errorf("apply simulated without the prune: %v, want %v", got, tc.keeps)
 			}
 			full, _ := read(live.ModeSimulate, false)
 			server, _ := read(live.ModeDryRun, false)

@@ -225,7 +225,17 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 			return diffing.Prediction{Err: st.applyError("upgrading client-side-apply managers of", j.key, err)}
 		}
 	}
-	obj, err := a.fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, false)
+	applyTo := live.DeepCopy
+	if skipPrune && keepsOwned(a.tc, live, j.head, st.opts.Manager) {
+		// The prune would remove nothing: skip it (keepsOwned).
+		pruneSkips.Add(1)
+		applyTo = func() *unstructured.Unstructured {
+			u := live.DeepCopy()
+			withoutApplyEntry(u, st.opts.Manager)
+			return u
+		}
+	}
+	obj, err := a.fm.Apply(applyTo(), j.head.DeepCopy(), st.opts.Manager, false)
 	var p diffing.Prediction
 	if err != nil {
 		conflicts, ok := conflictsFrom(err, j.live, j.head)
@@ -234,7 +244,7 @@ func (st *read) simulate(ctx context.Context, j job) diffing.Prediction {
 		}
 		p.Conflicts = conflicts
 		if !csa {
-			if obj, err = a.fm.Apply(live.DeepCopy(), j.head.DeepCopy(), st.opts.Manager, true); err != nil {
+			if obj, err = a.fm.Apply(applyTo(), j.head.DeepCopy(), st.opts.Manager, true); err != nil {
 				return diffing.Prediction{Conflicts: conflicts, Err: st.applyError("simulating forced apply of", j.key, err)}
 			}
 		}
