@@ -25,6 +25,7 @@ import (
 func TestNoopApplySkipped(t *testing.T) {
 	ctx := t.Context()
 	cluster.InstallCRD(ctx, t, testcluster.FromYAML(t, widgetCRD))
+	cluster.InstallCRD(ctx, t, testcluster.FromYAML(t, gadgetCRD))
 	const manager = "kustomize-controller"
 	web := func(ns, extra string) *unstructured.Unstructured {
 		return testcluster.FromYAML(t, `
@@ -204,6 +205,19 @@ spec:
 			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
 			return web(ns, ""), h
 		}},
+		// A field head sets to {} that the server filled with defaults no
+		// manager owns, one of them an empty set list: the prune takes the
+		// defaults away and then the field itself (emptiedOverFilled), so
+		// neither shortcut may answer for it (both did before review; the
+		// full simulation and dry-run agree).
+		{name: "empty object over a defaulted one, image changed", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+			cluster.ApplyAs(ctx, t, gadget(t, ns, "v1"), manager)
+			return gadget(t, ns, "v1"), gadget(t, ns, "v2")
+		}},
+		{name: "empty object over a defaulted one, unchanged", seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
+			cluster.ApplyAs(ctx, t, gadget(t, ns, "v1"), manager)
+			return gadget(t, ns, "v1"), gadget(t, ns, "v1")
+		}},
 		{name: "head adds a status", skip: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, svc(ns), manager)
 			h := svc(ns)
@@ -274,4 +288,46 @@ spec:
 			}
 		})
 	}
+}
+
+// gadgetCRD has a struct field whose defaults no manager owns, one of them an
+// empty set list, which no path of a field set records (emptiedOverFilled).
+// With an atomic list (recorded as itself) the prune keeps the field.
+const gadgetCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.live.example.com}
+spec:
+  group: live.example.com
+  scope: Namespaced
+  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              image: {type: string}
+              p:
+                type: object
+                properties:
+                  z: {type: string, default: d}
+                  "y": {type: array, x-kubernetes-list-type: set, items: {type: string}, default: []}
+`
+
+func gadget(t testing.TB, ns, image string) *unstructured.Unstructured {
+	t.Helper()
+	return testcluster.FromYAML(t, `
+apiVersion: live.example.com/v1
+kind: Gadget
+metadata: {name: g, namespace: `+ns+`}
+spec:
+  image: `+image+`
+  p: {}
+`)
 }
