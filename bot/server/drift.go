@@ -126,7 +126,7 @@ const maxDriftTick = 5 * time.Minute
 // ScheduleDrift queues one scheduled drift run for every repository pushed to
 // since drift reports were on (and still in the allowlist, on a served host),
 // unique per Interval period across replicas; it returns how many it queued.
-// Serve runs it every min(Interval, 5m).
+// Serve runs it at start, before it takes requests, and every min(Interval, 5m).
 func (s *Server) ScheduleDrift(ctx context.Context) (int, error) {
 	if !s.opts.Drift.Enabled || s.opts.Drift.Interval <= 0 {
 		return 0, nil
@@ -158,20 +158,26 @@ func (s *Server) ScheduleDrift(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// driftLoop runs ScheduleDrift at start and every min(Interval, 5m).
+// driftLoop runs ScheduleDrift every min(Interval, 5m) (Serve runs the first
+// pass itself, before it takes requests: scheduleDriftNow).
 func (s *Server) driftLoop(ctx context.Context) {
 	t := time.NewTicker(min(s.opts.Drift.Interval, maxDriftTick))
 	defer t.Stop()
 	for {
-		if n, err := s.ScheduleDrift(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("scheduling drift runs", "error", err)
-		} else if n > 0 {
-			s.log.Info("scheduled drift runs", "count", n)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		s.scheduleDriftNow(ctx)
+	}
+}
+
+// scheduleDriftNow runs ScheduleDrift once and logs what it did.
+func (s *Server) scheduleDriftNow(ctx context.Context) {
+	if n, err := s.ScheduleDrift(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("scheduling drift runs", "error", err)
+	} else if n > 0 {
+		s.log.Info("scheduled drift runs", "count", n)
 	}
 }

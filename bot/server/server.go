@@ -169,6 +169,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		return err
 	}
+	if s.opts.Drift.Enabled && s.opts.Drift.Interval > 0 {
+		// The schedule's first look, before any webhook is taken: run beside
+		// the server, it raced the first push (a push remembered before the
+		// look got a scheduled run beside its own; TestGitLabDriftIssue saw
+		// two runs on a loaded machine).
+		s.scheduleDriftNow(ctx)
+	}
 	srv := s.httpServer(s.handler)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
