@@ -72,19 +72,8 @@ func applyIsNoop(tc managedfields.TypeConverter, live, head *unstructured.Unstru
 		notContained.Add(1)
 		return false
 	}
-	owned := appliedFields(live, manager, head.GetAPIVersion())
-	if owned == nil {
-		return false
-	}
-	ht, err := tc.ObjectToTyped(head)
-	if err != nil {
-		return false
-	}
-	set, err := ht.ToFieldSet()
-	if err != nil {
-		return false
-	}
-	if !resetFilter.Filter(set).Difference(stripped).Equals(owned) || emptiedOverFilled(owned, live.Object, head.Object) {
+	owned, set, ht, ok := appliedSets(tc, live, head, manager)
+	if !ok || !resetFilter.Filter(set).Difference(stripped).Equals(owned) || emptiedOverFilled(owned, live.Object, head.Object) {
 		return false
 	}
 	lt, err := tc.ObjectToTyped(withoutManagedFields(live), typed.AllowDuplicates)
@@ -322,19 +311,26 @@ func fieldsSet(m map[string]any) (children *fieldpath.Set, isMember, ok bool) {
 // stricter than the prune. TestNoopApplySkipped holds it to the full
 // simulation and to dry-run.
 func keepsOwned(tc managedfields.TypeConverter, live, head *unstructured.Unstructured, manager string) bool {
-	owned := appliedFields(live, manager, head.GetAPIVersion())
+	owned, set, _, ok := appliedSets(tc, live, head, manager)
+	return ok && owned.Difference(resetFilter.Filter(set)).Empty() && !emptiedOverFilled(owned, live.Object, head.Object)
+}
+
+// appliedSets are what applyIsNoop and keepsOwned compare: the fields manager
+// owns in live through its Apply entry at head's apiVersion (appliedFields),
+// and head typed and its field set; ok is false when either cannot be had.
+func appliedSets(tc managedfields.TypeConverter, live, head *unstructured.Unstructured, manager string) (owned, set *fieldpath.Set, ht *typed.TypedValue, ok bool) {
+	owned = appliedFields(live, manager, head.GetAPIVersion())
 	if owned == nil {
-		return false
+		return nil, nil, nil, false
 	}
 	ht, err := tc.ObjectToTyped(head)
 	if err != nil {
-		return false
+		return nil, nil, nil, false
 	}
-	set, err := ht.ToFieldSet()
-	if err != nil {
-		return false
+	if set, err = ht.ToFieldSet(); err != nil {
+		return nil, nil, nil, false
 	}
-	return owned.Difference(resetFilter.Filter(set)).Empty() && !emptiedOverFilled(owned, live.Object, head.Object)
+	return owned, set, ht, true
 }
 
 // emptiedOverFilled reports whether a field of owned (a member whose last
