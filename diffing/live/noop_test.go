@@ -152,25 +152,19 @@ spec:
 		{name: "head changes an image", keeps: true, differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
-			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
-			c[0].(map[string]any)["image"] = "nginx:1.28"
-			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
+			setContainer(h, map[string]any{"image": "nginx:1.28"})
 			return web(ns, ""), h
 		}},
 		{name: "head writes a quantity in another form", keeps: true, differs: true, canonical: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
-			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
-			c[0].(map[string]any)["resources"] = map[string]any{"requests": map[string]any{"cpu": "1000m", "memory": "1024Mi"}}
-			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
+			setContainer(h, map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "1000m", "memory": "1024Mi"}}})
 			return web(ns, ""), h
 		}},
 		{name: "head reorders list items with merge keys", keeps: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
-			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
-			c[0].(map[string]any)["env"] = []any{map[string]any{"name": "B", "value": "2"}, map[string]any{"name": "A", "value": "1"}}
-			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
+			setContainer(h, map[string]any{"env": []any{map[string]any{"name": "B", "value": "2"}, map[string]any{"name": "A", "value": "1"}}})
 			return web(ns, ""), h
 		}},
 		{name: "head adds a key", differs: true, keeps: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
@@ -181,18 +175,16 @@ spec:
 		{name: "head adds an env var and removes nothing", differs: true, keeps: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
-			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
-			c[0].(map[string]any)["env"] = []any{map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "B", "value": "2"}, map[string]any{"name": "C", "value": "3"}}
-			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
+			setContainer(h, map[string]any{"env": []any{map[string]any{"name": "A", "value": "1"}, map[string]any{"name": "B", "value": "2"}, map[string]any{"name": "C", "value": "3"}}})
 			return web(ns, ""), h
 		}},
 		{name: "head changes an image and drops an env var: pruned", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
 			cluster.ApplyAs(ctx, t, web(ns, ""), manager)
 			h := web(ns, "")
-			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
-			c[0].(map[string]any)["image"] = "nginx:1.28"
-			c[0].(map[string]any)["env"] = []any{map[string]any{"name": "A", "value": "1"}}
-			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
+			setContainer(h, map[string]any{
+				"image": "nginx:1.28",
+				"env":   []any{map[string]any{"name": "A", "value": "1"}},
+			})
 			return web(ns, ""), h
 		}},
 		{name: "hpa owns replicas, head changes an image and drops a label: pruned, with a conflict", differs: true, seed: func(ns string) (*unstructured.Unstructured, *unstructured.Unstructured) {
@@ -200,9 +192,7 @@ spec:
 			cluster.ScaleAs(ctx, t, web(ns, ""), 7, "kube-controller-manager")
 			h := web(ns, "")
 			unstructured.RemoveNestedField(h.Object, "metadata", "labels")
-			c, _, _ := unstructured.NestedSlice(h.Object, "spec", "template", "spec", "containers")
-			c[0].(map[string]any)["image"] = "nginx:1.28"
-			_ = unstructured.SetNestedSlice(h.Object, c, "spec", "template", "spec", "containers")
+			setContainer(h, map[string]any{"image": "nginx:1.28"})
 			return web(ns, ""), h
 		}},
 		// A field head sets to {} that the server filled with defaults no
@@ -330,4 +320,14 @@ spec:
   image: `+image+`
   p: {}
 `)
+}
+
+// setContainer sets fields of the first container of a Deployment's pod
+// template.
+func setContainer(d *unstructured.Unstructured, fields map[string]any) {
+	c, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	for k, v := range fields {
+		c[0].(map[string]any)[k] = v
+	}
+	_ = unstructured.SetNestedSlice(d.Object, c, "spec", "template", "spec", "containers")
 }
