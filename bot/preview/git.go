@@ -177,13 +177,13 @@ func (r repo) checkoutBoth(ctx context.Context, base, head, parent string) (chec
 		return co, err
 	}
 	// Both trees are listed at once, then their blobs sized by one git
-	// process; whether git converts every text file (core.autocrlf) is read
+	// process; how git converts line ends (core.autocrlf, core.eol) is read
 	// once for both meanwhile.
 	var blobs [2]map[string]int64
 	wg.Go(func() { co.baseTree, blobs[0], errs[0] = r.listTree(ctx, base) })
 	wg.Go(func() { co.headTree, blobs[1], errs[1] = r.listTree(ctx, head) })
-	var convertsAll bool
-	wg.Go(func() { convertsAll = r.convertsAll(ctx) })
+	var eol eolConfig
+	wg.Go(func() { eol = r.readEOLConfig(ctx) })
 	wg.Wait()
 	for i, sha := range []string{base, head} {
 		if errs[i] != nil {
@@ -212,7 +212,7 @@ func (r repo) checkoutBoth(ctx context.Context, base, head, parent string) (chec
 				errs[i] = fmt.Errorf("creating work dir: %w", err)
 				return
 			}
-			if err := r.write(ctx, c[0], c[1], trees[i], convertsAll); err != nil {
+			if err := r.write(ctx, c[0], c[1], trees[i], eol); err != nil {
 				errs[i] = fmt.Errorf("checking out %s: %w", short(c[0]), err)
 			}
 		})
@@ -254,7 +254,7 @@ func (r repo) checkout(ctx context.Context, sha, dir string) error {
 	if _, err := r.checkTreeSize(ctx, sha); err != nil {
 		return fmt.Errorf("checking out %s: %w", short(sha), err)
 	}
-	if err := r.write(ctx, sha, dir, nil, false); err != nil {
+	if err := r.write(ctx, sha, dir, nil, eolConfig{}); err != nil {
 		return fmt.Errorf("checking out %s: %w", short(sha), err)
 	}
 	return nil
@@ -263,9 +263,9 @@ func (r repo) checkout(ctx context.Context, sha, dir string) error {
 // write writes the tree of commit sha into dir (which must exist and be empty)
 // through a throwaway index, without sizing it first. With t (the tree's
 // listing; nil for none) it leaves in t.entries only the paths written as
-// their blob's bytes (unconverted), or sets t.entries to nil; convertsAll is
-// r.convertsAll, which only t needs.
-func (r repo) write(ctx context.Context, sha, dir string, t *tree, convertsAll bool) error {
+// their blob's bytes (unconverted), or sets t.entries to nil; eol is
+// r.readEOLConfig's, which only t needs.
+func (r repo) write(ctx context.Context, sha, dir string, t *tree, eol eolConfig) error {
 	index := filepath.Join(dir, ".driftpreview-index")
 	env := []string{"GIT_INDEX_FILE=" + index}
 	if _, err := r.git(ctx, env, "read-tree", sha); err != nil {
@@ -275,11 +275,11 @@ func (r repo) write(ctx context.Context, sha, dir string, t *tree, convertsAll b
 	if t != nil && t.entries != nil {
 		// Both only read the index.
 		wg.Go(func() {
-			if convertsAll {
+			if eol.convertsAll() {
 				t.entries = nil
 				return
 			}
-			t.entries = r.unconverted(ctx, env, t.entries)
+			t.entries = r.unconverted(ctx, env, t.entries, eol)
 		})
 	}
 	_, err := r.git(ctx, env, "--work-tree="+dir, "checkout-index", "--all", "--force")
@@ -290,36 +290,145 @@ func (r repo) write(ctx context.Context, sha, dir string, t *tree, convertsAll b
 	return os.Remove(index)
 }
 
-// convertAttrs are the attributes under which git's checkout writes a file
-// other than as its blob's bytes: end-of-line conversion (text, eol, crlf),
-// clean/smudge filters (Git LFS among them), $Id$ expansion, re-encoding
-// (gitattributes(5), "Effects": checking out).
+// convertAttrs are the attributes under which git's checkout may write a
+// file other than as its blob's bytes: end-of-line conversion (text, eol,
+// crlf), clean/smudge filters (Git LFS among them), $Id$ expansion,
+// re-encoding (gitattributes(5), "Effects": checking out). In this order:
+// writesBlob reads them by position.
 var convertAttrs = []string{"text", "eol", "crlf", "filter", "ident", "working-tree-encoding"}
+
+// eolConfig is what of git's configuration decides end-of-line conversion:
+// core.autocrlf ("false", "true" or "input") and whether core.eol is crlf.
+type eolConfig struct {
+	autocrlf string
+	eolCRLF  bool
+}
 
 // convertsAll reports whether core.autocrlf has git convert every text file
 // it checks out (then no checkout is its blobs' bytes: see unconverted).
-func (r repo) convertsAll(ctx context.Context) bool {
-	out, err := r.git(ctx, nil, "config", "--get", "core.autocrlf")
+func (c eolConfig) convertsAll() bool { return c.autocrlf == "true" }
+
+// readEOLConfig reads core.autocrlf and core.eol as the checkout sees them
+// (every scope; the last value of a key wins). A value git would refuse
+// reads as converting: a file is then keyed by reading it, which costs time,
+// never a wrong render.
+func (r repo) readEOLConfig(ctx context.Context) eolConfig {
+	c := eolConfig{autocrlf: "false"}
+	out, err := r.git(ctx, nil, "config", "-z", "--get-regexp", `^core\.(autocrlf|eol)$`)
 	if err != nil {
+		return c // exit status 1: neither is set
+	}
+	for _, kv := range strings.Split(string(out), "\x00") {
+		k, v, _ := strings.Cut(kv, "\n")
+		v = strings.ToLower(strings.TrimSpace(v))
+		switch strings.ToLower(k) {
+		case "core.autocrlf":
+			switch v {
+			case "false", "no", "off", "0":
+				c.autocrlf = "false"
+			case "input":
+				c.autocrlf = "input"
+			default: // true, yes, on, 1, a bare key, or what git refuses
+				c.autocrlf = "true"
+			}
+		case "core.eol":
+			c.eolCRLF = v != "lf" && v != "native"
+		}
+	}
+	return c
+}
+
+// writesBlob reports whether git's checkout writes a file whose convertAttrs
+// have the values v (as `git check-attr` prints them: set, unset,
+// unspecified or a value) as its blob's bytes. It follows git's convert.c:
+// convert_attrs decides a crlf_action from text (else crlf), eol and
+// core.autocrlf; the checkout adds carriage returns only when output_eol of
+// that action is CRLF (crlf_to_worktree, will_convert_lf_to_crlf), and
+// otherwise changes nothing but for ident, a filter driver or a
+// working-tree-encoding (get_stream_filter gives the null filter). A
+// `* text=auto eol=lf` repository, a common template, checks out as its
+// blobs. Checked against git itself by TestWritesBlobAsGit.
+func writesBlob(v []string, c eolConfig) bool {
+	text, eol, crlf, filter, ident, enc := v[0], v[1], v[2], v[3], v[4], v[5]
+	if ident == "set" || (filter != "unspecified" && filter != "unset") || (enc != "unspecified" && enc != "unset") {
 		return false
 	}
-	switch strings.ToLower(strings.TrimSpace(string(out))) {
-	case "false", "no", "off", "0", "input", "":
-		return false
+	type action int
+	const (
+		undefined action = iota
+		binary
+		textAction
+		textInput
+		textCRLF
+		auto
+		autoInput
+		autoCRLF
+	)
+	check := func(v string) action { // git_path_check_crlf
+		switch v {
+		case "set":
+			return textAction
+		case "unset":
+			return binary
+		case "input":
+			return textInput
+		case "auto":
+			return auto
+		}
+		return undefined
 	}
-	return true
+	a := check(text)
+	if a == undefined {
+		a = check(crlf)
+	}
+	if a != binary {
+		switch {
+		case a == auto && eol == "lf":
+			a = autoInput
+		case a == auto && eol == "crlf":
+			a = autoCRLF
+		case eol == "lf":
+			a = textInput
+		case eol == "crlf":
+			a = textCRLF
+		}
+	}
+	// text_eol_is_crlf, on a system whose native line end is LF.
+	textEOLIsCRLF := c.autocrlf == "true" || (c.autocrlf != "input" && c.eolCRLF)
+	if a == textAction {
+		a = textInput
+		if textEOLIsCRLF {
+			a = textCRLF
+		}
+	}
+	if a == undefined {
+		switch c.autocrlf {
+		case "false":
+			a = binary
+		case "input":
+			a = autoInput
+		default:
+			a = autoCRLF
+		}
+	}
+	switch a { // output_eol(a) != EOL_CRLF
+	case binary, textInput, autoInput:
+		return true
+	case auto:
+		return !textEOLIsCRLF
+	}
+	return false
 }
 
 // unconverted clears the ID of the entries git does not check out as their
-// blob's bytes, so that a render keyed by blob id (render.NewInputFinderTree)
-// is keyed by what is on disk: nil when the attributes could not be read
-// (write leaves out those where core.autocrlf converts every text file:
-// convertsAll), else the IDs of those with any of convertAttrs set are cleared
-// (`git check-attr --cached` reads the .gitattributes of the index env names,
-// $GIT_DIR/info/attributes and the global and system files, as the checkout
-// does). Keyed by reading instead, a cleared path costs time, never a wrong
-// render.
-func (r repo) unconverted(ctx context.Context, env []string, entries render.GitTree) render.GitTree {
+// blob's bytes (writesBlob), so that a render keyed by blob id
+// (render.NewInputFinderTree) is keyed by what is on disk: nil when the
+// attributes could not be read (write leaves out those where core.autocrlf
+// converts every text file: convertsAll). `git check-attr --cached` reads
+// the .gitattributes of the index env names, $GIT_DIR/info/attributes and
+// the global and system files, as the checkout does. Keyed by reading
+// instead, a cleared path costs time, never a wrong render.
+func (r repo) unconverted(ctx context.Context, env []string, entries render.GitTree, c eolConfig) render.GitTree {
 	var in strings.Builder
 	for p := range entries {
 		in.WriteString(p + "\x00")
@@ -328,18 +437,28 @@ func (r repo) unconverted(ctx context.Context, env []string, entries render.GitT
 	if err != nil {
 		return nil
 	}
-	// "<path>\0<attribute>\0<value>\0" for each path and attribute.
+	// "<path>\0<attribute>\0<value>\0" for each path and attribute, the
+	// attributes of a path in the order asked.
 	f := strings.Split(string(out), "\x00")
-	if len(f)%3 != 1 || len(f)/3 != len(entries)*len(convertAttrs) {
+	n := len(convertAttrs)
+	if len(f)%3 != 1 || len(f)/3 != len(entries)*n {
 		return nil
 	}
 	kept := maps.Clone(entries)
-	for i := 0; i+2 < len(f); i += 3 {
-		if _, ok := entries[f[i]]; !ok {
+	vals := make([]string, n)
+	for i := 0; i+3*n <= len(f)-1; i += 3 * n {
+		p := f[i]
+		if _, ok := entries[p]; !ok {
 			return nil
 		}
-		if f[i+2] != "unspecified" {
-			kept[f[i]] = render.GitFile{Mode: kept[f[i]].Mode}
+		for j := range n {
+			if f[i+3*j] != p || f[i+3*j+1] != convertAttrs[j] {
+				return nil
+			}
+			vals[j] = f[i+3*j+2]
+		}
+		if !writesBlob(vals, c) {
+			kept[p] = render.GitFile{Mode: kept[p].Mode}
 		}
 	}
 	return kept
