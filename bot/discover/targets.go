@@ -408,7 +408,14 @@ func discoverSides(ctx context.Context, baseDir, headDir string, opts gitops.Opt
 		}
 	}
 	if pairs != nil && !base.Incomplete && !head.Incomplete && len(base.Sets)+len(head.Sets) == 0 {
-		pairs.PutPair(baseDir, headDir, base.Kept(), head.Kept())
+		// One Result for both sides (shared) is given as one, which
+		// PutPair encodes once.
+		bk := base.Kept()
+		hk := bk
+		if head != base {
+			hk = head.Kept()
+		}
+		pairs.PutPair(baseDir, headDir, bk, hk)
 	}
 	return base, head, nil
 }

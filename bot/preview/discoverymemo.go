@@ -237,6 +237,15 @@ func (m *discoveryMemo) PutPair(base, head string, b, h *gitops.Result) {
 		res  *gitops.Result
 		out  *json.RawMessage
 	}{{base, b, &p.Base}, {head, h, &p.Head}} {
+		if side.out == &p.Head && h == b {
+			// One Result for both sides (a pull request of inert files,
+			// the base's search shared): encoded and checked once.
+			if bytes.Contains(p.Base, []byte(side.root)) {
+				return
+			}
+			p.Head = p.Base
+			continue
+		}
 		body, err := encodeMemo(side.res)
 		if err != nil || bytes.Contains(body, []byte(side.root)) {
 			return
