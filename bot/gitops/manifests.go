@@ -9,8 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/driftpreview/driftpreview/diffing"
 	"github.com/driftpreview/driftpreview/render"
@@ -165,9 +167,16 @@ const maxScanBytes = 10 << 20
 // .git, node_modules, symlinks and Helm chart directories (templates are not YAML;
 // charts that produce Applications are found by rendering). charts are the chart
 // directories whose templates mention Argo CD or Flux objects: candidates for an
-// app-of-apps whose root object is not in the repository.
+// app-of-apps whose root object is not in the repository. The walk lists the
+// files; they are read and parsed by a few goroutines (scanFile), and what
+// they give is put back in the walk's order, so the Result is the same as
+// from one goroutine.
 func scanRepo(root string, parsed *Parsed) (found []*manifest, charts []string, notes []string, err error) {
-	var out []*manifest
+	type file struct {
+		rel, path string
+		scanned   scanned
+	}
+	var files []*file
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("walking %s: %w", p, err)
@@ -197,42 +206,74 @@ func scanRepo(root string, parsed *Parsed) (found []*manifest, charts []string, 
 		if ext != ".yaml" && ext != ".yml" {
 			return nil
 		}
-		info, err := d.Info()
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", rel, err)
-		}
-		if info.Size() > maxScanBytes {
-			notes = append(notes, fmt.Sprintf("%s is larger than %d bytes and was not searched for GitOps objects", rel, maxScanBytes))
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", rel, err)
-		}
-		if !bytes.Contains(b, []byte("argoproj.io")) && !bytes.Contains(b, []byte("fluxcd.io")) &&
-			!bytes.Contains(b, []byte("ConfigMap")) && !bytes.Contains(b, []byte("Secret")) {
-			return nil
-		}
-		ms, dups, perr := parsed.parse(rel, b)
-		if len(ms) > 0 {
-			for _, d := range dups {
-				notes = append(notes, d.Note())
-			}
-		}
-		if perr != nil {
-			// Only a file that looks like a GitOps object is worth a note: other
-			// YAML (CI config, templates) is none of discovery's business.
-			if bytes.Contains(b, []byte("argoproj.io")) || bytes.Contains(b, []byte("fluxcd.io")) {
-				notes = append(notes, fmt.Sprintf("%v: skipped while looking for GitOps objects", perr))
-			}
-		}
-		out = append(out, ms...)
+		files = append(files, &file{rel: rel, path: p})
 		return nil
 	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("discovering GitOps objects in %s: %w", root, err)
 	}
-	return out, charts, notes, nil
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(files), runtime.GOMAXPROCS(0), 4) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(files)); i = next.Add(1) - 1 {
+				f := files[i]
+				f.scanned = scanFile(f.rel, f.path, parsed)
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range files {
+		if f.scanned.err != nil {
+			return nil, nil, nil, fmt.Errorf("discovering GitOps objects in %s: %w", root, f.scanned.err)
+		}
+		notes = append(notes, f.scanned.notes...)
+		found = append(found, f.scanned.ms...)
+	}
+	return found, charts, notes, nil
+}
+
+// scanned is what scanFile found in one file.
+type scanned struct {
+	ms    []*manifest
+	notes []string
+	err   error
+}
+
+// scanFile reads and parses the file at p (rel in the checkout) for
+// scanRepo: a file over maxScanBytes is noted and not read, and one that
+// names no controller group, ConfigMap or Secret is not parsed.
+func scanFile(rel, p string, parsed *Parsed) (s scanned) {
+	info, err := os.Lstat(p)
+	if err != nil {
+		return scanned{err: fmt.Errorf("reading %s: %w", rel, err)}
+	}
+	if info.Size() > maxScanBytes {
+		return scanned{notes: []string{fmt.Sprintf("%s is larger than %d bytes and was not searched for GitOps objects", rel, maxScanBytes)}}
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return scanned{err: fmt.Errorf("reading %s: %w", rel, err)}
+	}
+	if !bytes.Contains(b, []byte("argoproj.io")) && !bytes.Contains(b, []byte("fluxcd.io")) &&
+		!bytes.Contains(b, []byte("ConfigMap")) && !bytes.Contains(b, []byte("Secret")) {
+		return scanned{}
+	}
+	ms, dups, perr := parsed.parse(rel, b)
+	if len(ms) > 0 {
+		for _, d := range dups {
+			s.notes = append(s.notes, d.Note())
+		}
+	}
+	if perr != nil {
+		// Only a file that looks like a GitOps object is worth a note: other
+		// YAML (CI config, templates) is none of discovery's business.
+		if bytes.Contains(b, []byte("argoproj.io")) || bytes.Contains(b, []byte("fluxcd.io")) {
+			s.notes = append(s.notes, fmt.Sprintf("%v: skipped while looking for GitOps objects", perr))
+		}
+	}
+	s.ms = ms
+	return s
 }
 
 // Parsed keeps the files discovery parsed, by path and content, for the
