@@ -73,8 +73,8 @@ type pool struct {
 	// waits on it until none is under way.
 	warmedUp *sync.Cond
 	// started counts the processes started, sent the requests sent to them
-	// (warm-ups aside), for tests and benchmarks.
-	started, sent atomic.Int64
+	// (warm-ups aside), warmUps the warm-ups, for tests and benchmarks.
+	started, sent, warmUps atomic.Int64
 }
 
 var renderers = newPool()
@@ -179,13 +179,26 @@ func (p *pool) wake() {
 // its own and reports it.
 func Prestart(opts Options, n int) {
 	opts = withDefaults(opts)
-	renderers.prestart(poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}, n, opts)
+	renderers.prestart(poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}, n, opts, true)
+}
+
+// PrestartCold is Prestart without the warm-up: the processes start (the
+// exec and the binary's init, about 20 ms) and join the idle ones at once;
+// the first kustomize render of each warms it up as it would without
+// Prestart. For a preview whose renders are unlikely but possible (a pull
+// request of documentation, whose discovery still renders a Flux
+// Kustomization that patches what it deploys): the start overlaps the
+// checkout, and unused, the process costs its start, not the warm-up's
+// 70 ms of CPU.
+func PrestartCold(opts Options, n int) {
+	opts = withDefaults(opts)
+	renderers.prestart(poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}, n, opts, false)
 }
 
 // warmUpRequest is the request that makes a render process warm up.
 var warmUpRequest = []byte("{\"warmUp\":true}\n")
 
-func (p *pool) prestart(key poolKey, n int, opts Options) {
+func (p *pool) prestart(key poolKey, n int, opts Options, warmUp bool) {
 	p.mu.Lock()
 	want := min(n, maxIdle()) - len(p.idle[key]) - p.warming[key]
 	// Each is busy, warming up, until put in the pool.
@@ -203,7 +216,12 @@ func (p *pool) prestart(key poolKey, n int, opts Options) {
 			p.mu.Unlock()
 			return
 		}
+		if !warmUp {
+			p.putBack(key, w, true, true)
+			continue
+		}
 		go func() {
+			p.warmUps.Add(1)
 			_, reusable, _, _ := w.do(context.Background(), warmUpRequest, "the render process's warm-up", opts)
 			p.putBack(key, w, reusable, true)
 		}()
@@ -261,6 +279,10 @@ func ProcessesStarted() int64 { return renderers.started.Load() }
 // render processes so far, warm-ups aside (for tests: a preview whose
 // renders are all cached sends none).
 func RequestsSent() int64 { return renderers.sent.Load() }
+
+// WarmUpsSent counts the warm-ups this process asked of the render processes
+// it started ahead (Prestart; PrestartCold asks none), for tests.
+func WarmUpsSent() int64 { return renderers.warmUps.Load() }
 
 // Shutdown ends the idle render processes and waits until they have exited
 // (each ends at the end of its input); a program calls it before it exits, so

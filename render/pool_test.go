@@ -207,3 +207,32 @@ func TestPrestart(t *testing.T) {
 		t.Errorf("no children's CPU time was added: the unused pre-started process was not reaped")
 	}
 }
+
+// TestPrestartCold starts a render process ahead without its warm-up: it
+// joins the idle ones at once, and a kustomize render (which warms it up
+// itself) uses it, with no process started for it.
+func TestPrestartCold(t *testing.T) {
+	root := writeTree(t, map[string]string{"k/kustomization.yaml": "resources: [cm.yaml]\n", "k/cm.yaml": cm})
+	opts := render.DefaultOptions()
+	opts.MaxCPUTime = 56 * time.Second // a pool of its own, whatever ran before
+	before, warm := render.ProcessesStarted(), render.WarmUpsSent()
+	render.PrestartCold(opts, 1)
+	if started := render.ProcessesStarted() - before; started != 1 {
+		t.Fatalf("PrestartCold started %d render processes, want 1", started)
+	}
+	set, err := render.Render(t.Context(), root, "k", opts)
+	if err != nil || len(set.Objects) != 1 {
+		t.Fatalf("%d objects, %v", len(set.Objects), err)
+	}
+	if started := render.ProcessesStarted() - before; started != 1 {
+		t.Errorf("the render after PrestartCold started %d more render processes, want none", started-1)
+	}
+	if n := render.WarmUpsSent() - warm; n != 0 {
+		t.Errorf("PrestartCold asked for %d warm-ups, want none", n)
+	}
+	render.Prestart(opts, 1) // one is idle already: neither started nor warmed
+	if n := render.WarmUpsSent() - warm; n != 0 || render.ProcessesStarted()-before != 1 {
+		t.Errorf("Prestart beside an idle process started %d and warmed %d, want none", render.ProcessesStarted()-before-1, n)
+	}
+	render.Shutdown()
+}

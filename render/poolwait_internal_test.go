@@ -103,14 +103,14 @@ func TestPoolWaitsForAWarmingProcess(t *testing.T) {
 	opts := DefaultOptions()
 	opts.MaxCPUTime = 56 * time.Second
 	key := poolKey{mem: opts.MaxMemoryBytes, cpu: opts.MaxCPUTime}
-	p.prestart(key, 1, opts)
+	p.prestart(key, 1, opts, true)
 	p.mu.Lock()
 	warming, busy := p.warming[key], p.busy[key]
 	p.mu.Unlock()
 	if p.started.Load() != 1 || warming != 1 || busy != 1 {
 		t.Fatalf("prestart: %d started, %d warming, %d busy; want 1, 1, 1", p.started.Load(), warming, busy)
 	}
-	p.prestart(key, 1, opts) // one is warming up already
+	p.prestart(key, 1, opts, true) // one is warming up already
 	if n := p.started.Load(); n != 1 {
 		t.Fatalf("a second prestart of one started %d processes in all, want 1", n)
 	}
@@ -141,7 +141,7 @@ func TestPoolWaitsForAWarmingProcess(t *testing.T) {
 	q := newPool()
 	var before, after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
-	q.prestart(key, 1, opts)
+	q.prestart(key, 1, opts, true)
 	q.shutdown()
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
 	q.mu.Lock()

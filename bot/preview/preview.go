@@ -178,12 +178,19 @@ func Run(ctx context.Context, req Request) (*diffing.Report, error) {
 	warm, stopWarm := prefetchDiscovery(ctx, req)
 	defer stopWarm()
 	r.listed = func(changed []string) {
-		if len(req.Targets) > 0 || req.AllTargets || (len(changed) > 0 && !discover.DocsOnly(changed)) {
+		switch {
+		case len(req.Targets) > 0 || req.AllTargets || (len(changed) > 0 && !discover.DocsOnly(changed)):
 			// A render is likely: a render process starts and warms up
 			// while the trees are written and the targets found, instead
 			// of at the first render (render.Prestart). Previews in one
 			// process share the pool: one already idle is not doubled.
 			render.Prestart(render.Options{}, 1)
+		case len(changed) > 0:
+			// Documentation only: discovery may still render (a Flux
+			// Kustomization that patches what it deploys is rendered to
+			// find it, flux2-kustomize-helm-example's apps): the process
+			// starts, and warms up only if a render comes.
+			render.PrestartCold(render.Options{}, 1)
 		}
 	}
 	co, err := r.checkoutBoth(ctx, baseSHA, headSHA, req.CheckoutDir)

@@ -18,8 +18,8 @@ import (
 // kustomize render 70 ms more). One with a render to run starts them, and
 // they render it (the change is in the report); a PR whose renders are all
 // cached sends them nothing and starts only the one started ahead of a
-// change to a manifest (render.Prestart); a PR that changes only
-// documentation starts none.
+// change to a manifest (render.Prestart), warmed up; a PR that changes only
+// documentation starts one that is not warmed up (render.PrestartCold).
 func TestRenderProcessesOnDemand(t *testing.T) {
 	// Values no other test renders: the process-wide content cache is cold.
 	// Applications, not an ApplicationSet: its templates run in a render
@@ -45,9 +45,11 @@ spec:
 	}
 	base, head := tree("a"), tree("b")
 	repo := gitfixture.BaseHead(t, base, head)
+	var warmUps int64
 	run := func(repo string) (rep *diffing.Report, started, sent int64) {
 		t.Helper()
-		before, sentBefore := render.ProcessesStarted(), render.RequestsSent()
+		before, sentBefore, warmBefore := render.ProcessesStarted(), render.RequestsSent(), render.WarmUpsSent()
+		defer func() { warmUps = render.WarmUpsSent() - warmBefore }()
 		rep, err := Run(t.Context(), Request{RepoDir: repo, Base: "base", Head: "head", Now: scenarioNow, RepoURLs: []string{budgetRepoURL}})
 		if err != nil {
 			t.Fatal(err)
@@ -80,14 +82,16 @@ spec:
 	// Cached: nothing is rendered. One process is started ahead
 	// (render.Prestart), as the pull request changes a manifest.
 	rep, started, sent = run(repo)
-	if sent != 0 || started != 1 {
-		t.Errorf("a preview whose renders are all cached sent %d renders to %d new render processes, want none to the one started ahead", sent, started)
+	if sent != 0 || started != 1 || warmUps != 1 {
+		t.Errorf("a preview whose renders are all cached sent %d renders to %d new render processes (%d warm-ups), want none to the one started ahead and warmed up", sent, started, warmUps)
 	}
 	if got := changed(rep); got != "app-0 modified c" {
 		t.Errorf("cached preview: changed %q, want app-0 modified c", got)
 	}
 
-	// A pull request that changes only documentation starts none ahead.
+	// A pull request that changes only documentation starts one ahead
+	// (render.PrestartCold: its discovery may render), which nothing warms
+	// up and nothing uses here.
 	docs := func(text string) string {
 		dir := base
 		out := t.TempDir()
@@ -98,8 +102,8 @@ spec:
 		return out
 	}
 	rep, started, sent = run(gitfixture.BaseHead(t, docs("# a\n"), docs("# b\n")))
-	if started != 0 || sent != 0 {
-		t.Errorf("a README-only preview started %d render processes and sent %d renders, want none", started, sent)
+	if started != 1 || sent != 0 || warmUps != 0 {
+		t.Errorf("a README-only preview started %d render processes, sent %d renders and %d warm-ups, want one started and nothing sent", started, sent, warmUps)
 	}
 	if got := changed(rep); got != "" {
 		t.Errorf("README-only preview: changed %q, want nothing", got)
