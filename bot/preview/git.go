@@ -36,10 +36,20 @@ func (r repo) git(ctx context.Context, extraEnv []string, args ...string) ([]byt
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("git %s: %s", args[0], gitMessage(stderr.String(), err))
+		return nil, &gitError{msg: fmt.Sprintf("git %s: %s", args[0], gitMessage(stderr.String(), err)), err: err}
 	}
 	return stdout.Bytes(), nil
 }
+
+// gitError is a failed git command: its message, and the error of the run
+// (an *exec.ExitError when git ran and failed) for errors.As.
+type gitError struct {
+	msg string
+	err error
+}
+
+func (e *gitError) Error() string { return e.msg }
+func (e *gitError) Unwrap() error { return e.err }
 
 // branchOf names the branch a remote-tracking ref stands for (main for origin/main
 // or refs/remotes/origin/main, as CI jobs pass the target branch), or "" when it
@@ -298,10 +308,13 @@ func (r repo) write(ctx context.Context, sha, dir string, t *tree, eol eolConfig
 var convertAttrs = []string{"text", "eol", "crlf", "filter", "ident", "working-tree-encoding"}
 
 // eolConfig is what of git's configuration decides end-of-line conversion:
-// core.autocrlf ("false", "true" or "input") and whether core.eol is crlf.
+// core.autocrlf ("false", "true" or "input") and whether core.eol is crlf;
+// and whether a filter driver is named "set", "unset" or "unspecified",
+// which `git check-attr` cannot tell from the attribute's states.
 type eolConfig struct {
-	autocrlf string
-	eolCRLF  bool
+	autocrlf    string
+	eolCRLF     bool
+	oddFilterID bool
 }
 
 // convertsAll reports whether core.autocrlf has git convert every text file
@@ -314,14 +327,22 @@ func (c eolConfig) convertsAll() bool { return c.autocrlf == "true" }
 // never a wrong render.
 func (r repo) readEOLConfig(ctx context.Context) eolConfig {
 	c := eolConfig{autocrlf: "false"}
-	out, err := r.git(ctx, nil, "config", "-z", "--get-regexp", `^core\.(autocrlf|eol)$`)
+	out, err := r.git(ctx, nil, "config", "-z", "--get-regexp", `^(core\.(autocrlf|eol)|filter\.(set|unset|unspecified)\..*)$`)
 	if err != nil {
-		return c // exit status 1: neither is set
+		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) && exit.ExitCode() == 1 {
+			return c // none is set
+		}
+		return eolConfig{autocrlf: "true"} // unread: as if every file converted
 	}
 	for _, kv := range strings.Split(string(out), "\x00") {
 		k, v, _ := strings.Cut(kv, "\n")
 		v = strings.ToLower(strings.TrimSpace(v))
-		switch strings.ToLower(k) {
+		k = strings.ToLower(k)
+		if strings.HasPrefix(k, "filter.") {
+			c.oddFilterID = true
+			continue
+		}
+		switch k {
 		case "core.autocrlf":
 			switch v {
 			case "false", "no", "off", "0":
@@ -353,68 +374,93 @@ func writesBlob(v []string, c eolConfig) bool {
 	if ident == "set" || (filter != "unspecified" && filter != "unset") || (enc != "unspecified" && enc != "unset") {
 		return false
 	}
-	type action int
-	const (
-		undefined action = iota
-		binary
-		textAction
-		textInput
-		textCRLF
-		auto
-		autoInput
-		autoCRLF
-	)
-	check := func(v string) action { // git_path_check_crlf
-		switch v {
-		case "set":
-			return textAction
-		case "unset":
-			return binary
-		case "input":
-			return textInput
-		case "auto":
-			return auto
+	if c.oddFilterID {
+		return false // filter=unset may be a driver of that name
+	}
+	// check-attr prints a value "set" or "unset" as it prints the states, and
+	// git_path_check_crlf reads such a value as neither (CRLF_UNDEFINED): each
+	// reading is tried, and the blob is kept only when all agree.
+	for _, t := range crlfActions(text) {
+		for _, cr := range crlfActions(crlf) {
+			if !writesBlobAs(t, cr, eol, c) {
+				return false
+			}
 		}
-		return undefined
 	}
-	a := check(text)
-	if a == undefined {
-		a = check(crlf)
+	return true
+}
+
+// crlfAction is convert.c's enum crlf_action.
+type crlfAction int
+
+const (
+	crlfUndefined crlfAction = iota
+	crlfBinary
+	crlfText
+	crlfTextInput
+	crlfTextCRLF
+	crlfAuto
+	crlfAutoInput
+	crlfAutoCRLF
+)
+
+// crlfActions is git_path_check_crlf of a value check-attr printed: both
+// readings of "set" and "unset" (the state, or a value of that name).
+func crlfActions(v string) []crlfAction {
+	switch v {
+	case "set":
+		return []crlfAction{crlfText, crlfUndefined}
+	case "unset":
+		return []crlfAction{crlfBinary, crlfUndefined}
+	case "input":
+		return []crlfAction{crlfTextInput}
+	case "auto":
+		return []crlfAction{crlfAuto}
 	}
-	if a != binary {
+	return []crlfAction{crlfUndefined}
+}
+
+// writesBlobAs is writesBlob for the actions git_path_check_crlf gave the
+// text (text) and crlf (crlf) attributes: convert_attrs, then output_eol.
+func writesBlobAs(text, crlf crlfAction, eol string, c eolConfig) bool {
+	a := text
+	if a == crlfUndefined {
+		a = crlf
+	}
+	if a != crlfBinary {
 		switch {
-		case a == auto && eol == "lf":
-			a = autoInput
-		case a == auto && eol == "crlf":
-			a = autoCRLF
+		case a == crlfAuto && eol == "lf":
+			a = crlfAutoInput
+		case a == crlfAuto && eol == "crlf":
+			a = crlfAutoCRLF
 		case eol == "lf":
-			a = textInput
+			a = crlfTextInput
 		case eol == "crlf":
-			a = textCRLF
+			a = crlfTextCRLF
 		}
 	}
 	// text_eol_is_crlf, on a system whose native line end is LF.
 	textEOLIsCRLF := c.autocrlf == "true" || (c.autocrlf != "input" && c.eolCRLF)
-	if a == textAction {
-		a = textInput
+	if a == crlfText {
+		a = crlfTextInput
 		if textEOLIsCRLF {
-			a = textCRLF
+			a = crlfTextCRLF
 		}
 	}
-	if a == undefined {
+	if a == crlfUndefined {
 		switch c.autocrlf {
 		case "false":
-			a = binary
+			a = crlfBinary
 		case "input":
-			a = autoInput
+			a = crlfAutoInput
 		default:
-			a = autoCRLF
+			a = crlfAutoCRLF
 		}
 	}
 	switch a { // output_eol(a) != EOL_CRLF
-	case binary, textInput, autoInput:
+	case crlfBinary, crlfTextInput, crlfAutoInput:
 		return true
-	case auto:
+	case crlfAuto:
 		return !textEOLIsCRLF
 	}
 	return false

@@ -31,7 +31,11 @@ func TestWritesBlobAsGit(t *testing.T) {
 	}
 	attrs := []string{"", "text", "-text", "text=auto", "text=input", "text eol=lf", "text eol=crlf", "text=auto eol=lf",
 		"text=auto eol=crlf", "eol=lf", "eol=crlf", "crlf", "-crlf", "crlf=input", "binary", "-text eol=crlf",
-		"ident", "text=auto eol=lf ident", "filter=upper", "filter=nosuch", "working-tree-encoding=UTF-16"}
+		"ident", "text=auto eol=lf ident", "filter=upper", "filter=nosuch", "working-tree-encoding=UTF-16",
+		// Values check-attr prints as it prints states ("set", "unset"),
+		// which git reads as neither.
+		"text=unset eol=crlf", "crlf=unset eol=crlf", "text=set eol=crlf", "text=unset", "crlf=unset",
+		"filter=unset", "-filter"}
 	tree := fstest.MapFS{}
 	var rules strings.Builder
 	for i, a := range attrs {
@@ -58,57 +62,66 @@ func TestWritesBlobAsGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := map[string]bool{}
-	for _, autocrlf := range []string{"", "false", "input", "true"} {
-		for _, eol := range []string{"", "lf", "crlf", "native"} {
-			set := func(key, v string) {
-				if v == "" {
-					_, _ = gitfixture.Run(dir, nil, "config", "--unset", key)
-					return
-				}
-				gitfixture.Git(t, dir, "config", key, v)
+	set := func(key, v string) {
+		if v == "" {
+			_, _ = gitfixture.Run(dir, nil, "config", "--unset", key)
+			return
+		}
+		gitfixture.Git(t, dir, "config", key, v)
+	}
+	check := func(autocrlf, eol, name string) {
+		t.Helper()
+		co, err := r.checkoutBoth(ctx, sha, sha, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		entries := co.baseTree.entries
+		if autocrlf == "true" {
+			if entries != nil {
+				t.Errorf("%s: the tree is listed (%d entries), want none: every text file converts", name, len(entries))
 			}
-			set("core.autocrlf", autocrlf)
-			set("core.eol", eol)
-			name := fmt.Sprintf("autocrlf=%q eol=%q", autocrlf, eol)
-			co, err := r.checkoutBoth(ctx, sha, sha, t.TempDir())
+			return
+		}
+		if len(entries) != len(tree) {
+			t.Fatalf("%s: %d entries listed, want %d", name, len(entries), len(tree))
+		}
+		converted := 0
+		for p, e := range entries {
+			disk, err := os.ReadFile(filepath.Join(co.baseDir, p))
 			if err != nil {
-				t.Fatalf("%s: %v", name, err)
+				t.Fatal(err)
 			}
-			entries := co.baseTree.entries
-			if autocrlf == "true" {
-				if entries != nil {
-					t.Errorf("%s: the tree is listed (%d entries), want none: every text file converts", name, len(entries))
-				}
+			blob := tree[p].Data
+			if string(disk) != string(blob) {
+				converted++
+			}
+			if e.ID == "" {
 				continue
 			}
-			if len(entries) != len(tree) {
-				t.Fatalf("%s: %d entries listed, want %d", name, len(entries), len(tree))
-			}
-			converted := 0
-			for p, e := range entries {
-				disk, err := os.ReadFile(filepath.Join(co.baseDir, p))
-				if err != nil {
-					t.Fatal(err)
-				}
-				blob := tree[p].Data
-				if string(disk) != string(blob) {
-					converted++
-				}
-				if e.ID == "" {
-					continue
-				}
-				kept[fmt.Sprintf("%s %s", name, p)] = true
-				if string(disk) != string(blob) {
-					var i int
-					fmt.Sscanf(p, "g%02d/", &i)
-					t.Errorf("%s: %s (%q) keeps its blob ID, but git checked it out as %q, not the blob's %q", name, p, attrs[i], disk, blob)
-				}
-			}
-			if converted == 0 {
-				t.Errorf("%s: git converted no file: the attributes were not read", name)
+			kept[fmt.Sprintf("%s %s", name, p)] = true
+			if string(disk) != string(blob) {
+				var i int
+				fmt.Sscanf(p, "g%02d/", &i)
+				t.Errorf("%s: %s (%q) keeps its blob ID, but git checked it out as %q, not the blob's %q", name, p, attrs[i], disk, blob)
 			}
 		}
+		if converted == 0 {
+			t.Errorf("%s: git converted no file: the attributes were not read", name)
+		}
 	}
+	for _, autocrlf := range []string{"", "false", "input", "true"} {
+		for _, eol := range []string{"", "lf", "crlf", "native"} {
+			set("core.autocrlf", autocrlf)
+			set("core.eol", eol)
+			check(autocrlf, eol, fmt.Sprintf("autocrlf=%q eol=%q", autocrlf, eol))
+		}
+	}
+	// A filter driver named "unset": filter=unset runs it, -filter does not,
+	// and check-attr prints "unset" for both.
+	set("core.autocrlf", "")
+	set("core.eol", "")
+	gitfixture.Git(t, dir, "config", "filter.unset.smudge", "tr a-z A-Z")
+	check("", "", `filter.unset configured`)
 	// Where git writes the blob as it is, the ID is kept: the point of
 	// writesBlob (a `* text=auto eol=lf` repository is keyed by blob ids).
 	for _, want := range []string{
@@ -120,7 +133,6 @@ func TestWritesBlobAsGit(t *testing.T) {
 		`autocrlf="false" eol="" g00/crlf.yaml`,   // no attribute, autocrlf false
 		`autocrlf="input" eol="crlf" g00/lf.yaml`, // no attribute, autocrlf input
 		`autocrlf="" eol="native" g13/mixed.yaml`, // crlf=input
-		`autocrlf="" eol="crlf" g15/lf.yaml`,      // -text eol=crlf: binary wins
 		`autocrlf="" eol="" g09/lf.yaml`,          // eol=lf
 	} {
 		if !kept[want] {
