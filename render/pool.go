@@ -170,10 +170,11 @@ func (p *pool) wake() {
 // then warms up (childWarmUp: kustomize's OpenAPI schema, about 70 ms of
 // CPU, the largest part of a process's first kustomize render) and joins
 // the idle ones; a render that finds none idle waits for one warming up
-// (get). A preview starts one while it checks the pull request out, unless
-// the pull request changes only documentation (bot/preview): start and
-// warm-up overlap the checkout and discovery instead of delaying the first
-// render. They serve the next renders with the same limits like any idle
+// (get). A preview starts one while it checks the pull request out (one
+// without the warm-up, PrestartCold, when the pull request changes only
+// documentation; bot/preview): start and warm-up overlap the checkout and
+// discovery instead of delaying the first render. An idle process started
+// by PrestartCold that has served nothing does not count towards n. They serve the next renders with the same limits like any idle
 // process; unused, they end after idleTTL or at Shutdown, reaped. An error
 // starting one is not reported: the render that would have used it starts
 // its own and reports it.
@@ -200,7 +201,18 @@ var warmUpRequest = []byte("{\"warmUp\":true}\n")
 
 func (p *pool) prestart(key poolKey, n int, opts Options, warmUp bool) {
 	p.mu.Lock()
-	want := min(n, maxIdle()) - len(p.idle[key]) - p.warming[key]
+	idle := len(p.idle[key])
+	if warmUp {
+		// An idle process PrestartCold started has served nothing and is
+		// not warmed up: it does not count for a Prestart.
+		idle = 0
+		for _, w := range p.idle[key] {
+			if w.served > 0 {
+				idle++
+			}
+		}
+	}
+	want := min(n, maxIdle()) - idle - p.warming[key]
 	// Each is busy, warming up, until put in the pool.
 	p.busy[key] += max(0, want)
 	p.warming[key] += max(0, want)
@@ -220,8 +232,8 @@ func (p *pool) prestart(key poolKey, n int, opts Options, warmUp bool) {
 			p.putBack(key, w, true, true)
 			continue
 		}
+		p.warmUps.Add(1)
 		go func() {
-			p.warmUps.Add(1)
 			_, reusable, _, _ := w.do(context.Background(), warmUpRequest, "the render process's warm-up", opts)
 			p.putBack(key, w, reusable, true)
 		}()

@@ -230,9 +230,20 @@ func TestPrestartCold(t *testing.T) {
 	if n := render.WarmUpsSent() - warm; n != 0 {
 		t.Errorf("PrestartCold asked for %d warm-ups, want none", n)
 	}
-	render.Prestart(opts, 1) // one is idle already: neither started nor warmed
+	render.Prestart(opts, 1) // one is idle already, warm (it rendered): neither started nor warmed
 	if n := render.WarmUpsSent() - warm; n != 0 || render.ProcessesStarted()-before != 1 {
 		t.Errorf("Prestart beside an idle process started %d and warmed %d, want none", render.ProcessesStarted()-before-1, n)
+	}
+	render.Shutdown()
+
+	// An idle process PrestartCold started and nothing used is not warm: a
+	// Prestart starts and warms one up beside it.
+	before, warm = render.ProcessesStarted(), render.WarmUpsSent()
+	render.PrestartCold(opts, 1)
+	render.PrestartCold(opts, 1) // one is idle already
+	render.Prestart(opts, 1)
+	if started, n := render.ProcessesStarted()-before, render.WarmUpsSent()-warm; started != 2 || n != 1 {
+		t.Errorf("PrestartCold twice, then Prestart: %d processes started and %d warmed up, want 2 and 1", started, n)
 	}
 	render.Shutdown()
 }
