@@ -312,9 +312,9 @@ var convertAttrs = []string{"text", "eol", "crlf", "filter", "ident", "working-t
 // and whether a filter driver is named "set", "unset" or "unspecified",
 // which `git check-attr` cannot tell from the attribute's states.
 type eolConfig struct {
-	autocrlf    string
-	eolCRLF     bool
-	oddFilterID bool
+	autocrlf        string
+	eolCRLF         bool
+	ambiguousFilter bool
 }
 
 // convertsAll reports whether core.autocrlf has git convert every text file
@@ -339,7 +339,7 @@ func (r repo) readEOLConfig(ctx context.Context) eolConfig {
 		v = strings.ToLower(strings.TrimSpace(v))
 		k = strings.ToLower(k)
 		if strings.HasPrefix(k, "filter.") {
-			c.oddFilterID = true
+			c.ambiguousFilter = true
 			continue
 		}
 		switch k {
@@ -374,7 +374,7 @@ func writesBlob(v []string, c eolConfig) bool {
 	if ident == "set" || (filter != "unspecified" && filter != "unset") || (enc != "unspecified" && enc != "unset") {
 		return false
 	}
-	if c.oddFilterID {
+	if c.ambiguousFilter {
 		return false // filter=unset may be a driver of that name
 	}
 	// check-attr prints a value "set" or "unset" as it prints the states, and
